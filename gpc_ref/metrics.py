@@ -1,0 +1,126 @@
+r"""Scores for classifiers: error rates with error bars, test log-likelihood, Brier score, calibration.
+
+Notation: ``y_true`` are integer class codes 0..K−1 (or {0, 1} for binary,
+G&M's t); ``proba`` is either a vector of P(class 1) for binary problems or an
+(n, K) array whose column k is P(class k).
+
+References
+----------
+- [GM00] Gibbs & MacKay (2000), eq 41: test log likelihood.
+- [Brier50] Brier (1950): the quadratic score.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .validation import check_vector
+
+__all__ = ["ErrorRate", "error_rate", "test_log_likelihood", "mean_log_predictive", "brier_score",
+           "reliability_curve"]
+
+
+@dataclass(frozen=True)
+class ErrorRate:
+    """Misclassifications with a binomial error bar.
+
+    ``std_error`` is √(r(1−r)/n), the standard deviation of the rate if each
+    test point were an independent Bernoulli trial; ``interval`` is the 95%
+    Wilson score interval, which stays inside [0, 1] even for 0 errors.
+    """
+
+    n_errors: int
+    n: int
+    rate: float
+    std_error: float
+    interval: tuple
+
+    def __str__(self):
+        low, high = self.interval
+        return f"{self.n_errors}/{self.n} = {self.rate:.3f} ± {self.std_error:.3f} (95% CI {low:.3f}–{high:.3f})"
+
+
+def error_rate(y_true, y_pred):
+    """Count the misclassifications of ``y_pred`` against ``y_true`` (any label values)."""
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if y_true.shape != y_pred.shape or y_true.ndim != 1:
+        raise ValueError(f"y_true and y_pred must be 1-D of the same length; got {y_true.shape} and {y_pred.shape}")
+    n = len(y_true)
+    if n == 0:
+        raise ValueError("y_true must contain at least one label")
+    n_errors = int(np.sum(y_true != y_pred))
+    rate = n_errors / n
+    z = 1.959963984540054  # 97.5% point of N(0, 1)
+    centre = (rate + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z * np.sqrt(rate * (1 - rate) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
+    return ErrorRate(n_errors, n, rate, float(np.sqrt(rate * (1 - rate) / n)),
+                     (float(max(centre - half, 0.0)), float(min(centre + half, 1.0))))
+
+
+def _true_class_probability(y_true, proba):
+    y_true = np.asarray(y_true)
+    proba = np.asarray(proba, dtype=float)
+    if not np.all(np.isfinite(proba)):
+        raise ValueError("proba contains NaN or infinite values")
+    if np.any(proba < 0) or np.any(proba > 1):
+        raise ValueError("proba must lie in [0, 1]")
+    if proba.ndim == 1:
+        if not np.all(np.isin(y_true, (0, 1))):
+            raise ValueError("with a vector proba (P(class 1)), y_true must hold 0/1 labels")
+        return np.where(y_true == 1, proba, 1.0 - proba)
+    if proba.ndim != 2 or proba.shape[0] != len(y_true):
+        raise ValueError(f"proba must have shape (n,) or (n, K) with n = {len(y_true)}; got {proba.shape}")
+    codes = y_true.astype(int)
+    if np.any(codes != y_true) or np.any(codes < 0) or np.any(codes >= proba.shape[1]):
+        raise ValueError(f"y_true must hold integer class codes in 0..{proba.shape[1] - 1}")
+    return proba[np.arange(len(codes)), codes]
+
+
+def test_log_likelihood(y_true, proba):
+    r"""G&M eq 41: :math:`\sum_n t_n \log \hat t_n + (1-t_n)\log(1-\hat t_n)`, or its multi-class form
+    :math:`\sum_n \log \hat p_n(y_n)`.
+
+    A probability of exactly 0 for the true class would give −∞; it is floored
+    at the smallest positive double, so the score stays finite (about −708
+    per such point) and says loudly that the classifier was certain and wrong.
+    """
+    p = _true_class_probability(y_true, proba)
+    return float(np.sum(np.log(np.maximum(p, np.finfo(float).tiny))))
+
+
+def mean_log_predictive(y_true, proba):
+    """The test log-likelihood divided by the number of test points."""
+    return test_log_likelihood(y_true, proba) / len(y_true)
+
+
+def brier_score(y_true, proba):
+    r"""Mean squared distance between the predicted probabilities and the one-hot truth.
+
+    Binary (vector ``proba``): :math:`\frac1n\sum_n (\hat t_n - t_n)^2`;
+    multi-class: :math:`\frac1n\sum_n\sum_k (\hat p_{nk} - [y_n = k])^2`.
+    """
+    p_true = _true_class_probability(y_true, proba)  # also validates the inputs
+    proba = np.asarray(proba, dtype=float)
+    if proba.ndim == 1:
+        return float(np.mean((1.0 - p_true) ** 2))
+    return float(np.mean((1.0 - p_true) ** 2 + (proba**2).sum(axis=1) - p_true**2))
+
+
+def reliability_curve(y_true, proba, n_bins=10):
+    """Calibration data for a reliability diagram of a binary classifier.
+
+    ``proba`` is P(class 1). Returns ``(mean_predicted, observed_frequency,
+    counts)`` for the non-empty bins among ``n_bins`` equal-width bins of [0, 1].
+    A calibrated classifier has observed_frequency ≈ mean_predicted.
+    """
+    proba = check_vector(proba, "proba")
+    y_true = np.asarray(y_true, dtype=float)
+    if y_true.shape != proba.shape or not np.all(np.isin(y_true, (0, 1))):
+        raise ValueError("y_true must be 0/1 labels of the same length as proba")
+    bins = np.minimum((proba * n_bins).astype(int), n_bins - 1)
+    counts = np.bincount(bins, minlength=n_bins)
+    used = counts > 0
+    mean_predicted = np.bincount(bins, weights=proba, minlength=n_bins)[used] / counts[used]
+    observed = np.bincount(bins, weights=y_true, minlength=n_bins)[used] / counts[used]
+    return mean_predicted, observed, counts[used]

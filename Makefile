@@ -6,9 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 # Quiet, deterministic execution for notebooks and tests: no progress bars on
-# stderr, a non-interactive matplotlib backend, one BLAS thread per process.
+# stderr and one BLAS thread per process (figures use the inline backend).
 export TQDM_DISABLE := 1
-export MPLBACKEND := Agg
 export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1

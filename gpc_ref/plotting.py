@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["require_matplotlib", "new_axes", "plot_binary_data", "plot_probability_contours",
-           "plot_trace"]
+           "plot_trace", "plot_band", "plot_density_contours"]
 
 
 def require_matplotlib():
@@ -70,6 +70,37 @@ def plot_trace(samples, names=None, ax=None):
     return ax
 
 # ===================================================================== helpers added by the method chapters (each below its own marker)
+# --- foundations
+def plot_band(x, mean, std, ax=None, color="C0", label=None, n_std=2.0):
+    """A mean curve with a shaded band of ``n_std`` standard deviations either side.
+
+    ``x`` must be sorted. Used for GP posteriors over a 1-D input (the band is
+    the pointwise mean ± 2 sd, about a 95 % interval for a Gaussian).
+    """
+    ax = new_axes(ax)
+    x, mean, std = np.asarray(x), np.asarray(mean), np.asarray(std)
+    ax.fill_between(x, mean - n_std * std, mean + n_std * std, color=color, alpha=0.2, lw=0)
+    ax.plot(x, mean, color=color, lw=1.5, label=label)
+    return ax
+
+
+def plot_density_contours(grid_1, grid_2, density, ax=None, n_levels=8, reference_max=None, colors="k",
+                          linestyles="solid"):
+    """Contours of a 2-D density given on a grid, at fractions of a maximum.
+
+    The levels are ``m × exp(−c²/2)`` for c = 0.5, 1, …, 0.5·n_levels, with ``m`` the
+    density's own maximum or ``reference_max``; for a Gaussian and its own maximum
+    they are the ellipses at 0.5, 1, 1.5, … standard deviations. Pass the same
+    ``reference_max`` to draw two densities at the same absolute heights.
+    """
+    ax = new_axes(ax)
+    density = np.asarray(density)
+    top = density.max() if reference_max is None else float(reference_max)
+    heights = top * np.exp(-0.5 * (0.5 * np.arange(n_levels, 0, -1)) ** 2)
+    ax.contour(grid_1, grid_2, density, levels=heights, colors=colors, linestyles=linestyles, linewidths=0.9)
+    return ax
+
+
 # --- Laplace and HMC
 # --- variational bounds
 # --- EP

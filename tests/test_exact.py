@@ -1,0 +1,275 @@
+"""Tests of gpc_ref.exact: the ground truth every approximation in the book is measured against.
+
+The reference values come from closed forms:
+
+- one point with a probit likelihood: p(y) = Φ(y b/√(1+k)) and the tilted-Gaussian
+  moments of GPML eq 3.58 (here with an offset b in the likelihood Φ(y(f + b)),
+  so that the answer is not simply ½);
+- two or three points with a probit likelihood: p(y) is a Gaussian orthant
+  probability, Φ_n(0; 0, D(K + I)D) with D = diag(y) (Albert–Chib: y_i(f_i + ε_i) > 0);
+- a Gaussian likelihood: the regression posterior and evidence (GPML eqs 2.22–2.24, 2.30).
+
+The Monte Carlo estimators are checked against the quadrature within a few
+standard errors (batch means for the Markov chain). Every random run is seeded.
+"""
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import log_ndtr, ndtr
+from scipy.stats import multivariate_normal, norm
+
+from gpc_ref.exact import (
+    EvidenceEstimate,
+    QuadraturePosterior,
+    QuadratureWarning,
+    elliptical_slice_sampling,
+    importance_sampling_evidence,
+    quadrature_posterior,
+)
+from gpc_ref.kernels import SEKernel
+from gpc_ref.likelihoods import LogisticLikelihood, ProbitLikelihood
+
+N_SIGMA = 4.0  # Monte Carlo agreement is asserted within this many standard errors
+
+
+def small_problem(n, variance=3.0, lengthscale=1.0):
+    """A fixed tiny classification problem: inputs on a line, alternating-ish labels."""
+    X = np.array([[0.0], [0.8], [1.9]])[:n]
+    y = np.array([1.0, -1.0, 1.0])[:n]
+    K = SEKernel(variance=variance, lengthscale=lengthscale).K(X)
+    return K, y
+
+
+def probit_log_lik(y, offset=0.0):
+    return lambda f: ProbitLikelihood().log_p(y, f + offset)
+
+
+def logistic_log_lik(y):
+    return lambda f: LogisticLikelihood().log_p(y, f)
+
+
+def gaussian_log_lik(targets, noise):
+    return lambda f: -0.5 * (targets - f) ** 2 / noise - 0.5 * np.log(2.0 * np.pi * noise)
+
+
+def tilted_probit_moments(y, mean, var):
+    """GPML eq 3.58: Z, mean and variance of Φ(y f) N(f | mean, var) / Z."""
+    z = y * mean / np.sqrt(1.0 + var)
+    Z = ndtr(z)
+    ratio = norm.pdf(z) / Z
+    tilted_mean = mean + y * var * ratio / np.sqrt(1.0 + var)
+    tilted_var = var - var**2 * ratio / (1.0 + var) * (z + ratio)
+    return Z, tilted_mean, tilted_var
+
+
+def batch_means_std_error(samples, n_batches=20):
+    """Standard error of the mean of a (correlated) chain by batch means, per column."""
+    samples = samples[: len(samples) // n_batches * n_batches]
+    batches = samples.reshape(n_batches, -1, samples.shape[1]).mean(axis=1)
+    return batches.std(axis=0, ddof=1) / np.sqrt(n_batches)
+
+
+# --------------------------------------------------------------------------- quadrature_posterior
+@pytest.mark.parametrize("k", [0.1, 1.0, 10.0])
+@pytest.mark.parametrize("y", [-1.0, 1.0])
+def test_single_probit_point_has_evidence_one_half(k, y):
+    # Φ(y·0/√(1+k)) = ½ whatever the prior variance and the label
+    # (a wide prior needs more nodes to resolve the probit's step: 120 nodes are exact to ~1e-9 at k = 10)
+    result = quadrature_posterior(np.array([[k]]), probit_log_lik(np.array([y])), n_nodes=120)
+    assert isinstance(result, QuadraturePosterior)
+    assert result.log_evidence == pytest.approx(np.log(0.5), abs=1e-12)
+    _, mean, var = tilted_probit_moments(y, 0.0, k)
+    assert result.mean[0] == pytest.approx(mean, abs=1e-8)
+    assert result.cov[0, 0] == pytest.approx(var, abs=1e-8)
+
+
+@pytest.mark.parametrize("k, offset, y", [(2.0, 0.7, -1.0), (0.5, -1.5, 1.0), (8.0, 3.0, -1.0)])
+def test_single_probit_point_matches_tilted_moments(k, offset, y):
+    # likelihood Φ(y(f + b)): with g = f + b ~ N(b, k) this is eq 3.58 in g, shifted back by b
+    result = quadrature_posterior(np.array([[k]]), probit_log_lik(np.array([y]), offset), n_nodes=100)
+    Z, mean_g, var_g = tilted_probit_moments(y, offset, k)
+    assert result.log_evidence == pytest.approx(np.log(Z), abs=1e-8)
+    assert result.mean[0] == pytest.approx(mean_g - offset, abs=1e-8)
+    assert result.cov[0, 0] == pytest.approx(var_g, abs=1e-8)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_probit_evidence_is_a_gaussian_orthant_probability(n):
+    K, y = small_problem(n)
+    result = quadrature_posterior(K, probit_log_lik(y))
+    # p(y) = P(y_i (f_i + ε_i) > 0 for all i), f + ε ~ N(0, K + I)
+    cov = np.outer(y, y) * (K + np.eye(n))
+    orthant = multivariate_normal(np.zeros(n), cov, abseps=1e-10, releps=1e-10, maxpts=10**6).cdf(np.zeros(n))
+    assert result.log_evidence == pytest.approx(np.log(orthant), abs=1e-6)
+    assert result.mean.shape == (n,) and result.cov.shape == (n, n)
+    np.testing.assert_allclose(result.cov, result.cov.T, atol=1e-14)
+    assert np.all(np.linalg.eigvalsh(result.cov) > 0)
+    # the posterior mean leans towards each label: sign(mean_i) = y_i on this well-separated problem
+    np.testing.assert_array_equal(np.sign(result.mean), y)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_gaussian_likelihood_recovers_the_regression_posterior(n):
+    K, _ = small_problem(n, variance=1.5, lengthscale=0.7)
+    targets = np.array([0.3, -0.8, 1.1])[:n]
+    noise = 0.4
+    result = quadrature_posterior(K, gaussian_log_lik(targets, noise))
+    Ky = K + noise * np.eye(n)
+    # GPML eqs 2.23–2.24 at the training inputs, and eq 2.30
+    mean = K @ np.linalg.solve(Ky, targets)
+    cov = K - K @ np.linalg.solve(Ky, K)
+    log_evidence = multivariate_normal(np.zeros(n), Ky).logpdf(targets)
+    assert result.log_evidence == pytest.approx(log_evidence, abs=1e-9)
+    np.testing.assert_allclose(result.mean, mean, atol=1e-9)
+    np.testing.assert_allclose(result.cov, cov, atol=1e-9)
+
+
+def test_quadrature_has_converged_at_the_default_number_of_nodes():
+    K, y = small_problem(3)
+    coarse = quadrature_posterior(K, logistic_log_lik(y), n_nodes=40)
+    fine = quadrature_posterior(K, logistic_log_lik(y), n_nodes=80)
+    assert coarse.log_evidence == pytest.approx(fine.log_evidence, abs=1e-8)
+    np.testing.assert_allclose(coarse.mean, fine.mean, atol=1e-8)
+    np.testing.assert_allclose(coarse.cov, fine.cov, atol=1e-8)
+
+
+def test_quadrature_warns_when_a_wide_prior_is_not_resolved():
+    # probit under prior variance 100: the 60-node mean is off by ~1 % of the posterior sd
+    k = 100.0
+    _, mean, _ = tilted_probit_moments(1.0, 0.0, k)
+    with pytest.warns(QuadratureWarning, match="60 and 45 nodes"):
+        coarse = quadrature_posterior(np.array([[k]]), probit_log_lik(np.array([1.0])))
+    # five times the nodes: the error shrinks (slowly: the rule converges algebraically here)
+    with pytest.warns(QuadratureWarning):
+        finer = quadrature_posterior(np.array([[k]]), probit_log_lik(np.array([1.0])), n_nodes=300)
+    assert abs(finer.mean[0] - mean) < 0.1 * abs(coarse.mean[0] - mean)
+    # a likelihood that is smooth on the prior's scale is resolved: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        K, y = small_problem(3)
+        quadrature_posterior(K, logistic_log_lik(y))
+        quadrature_posterior(np.array([[10.0]]), probit_log_lik(np.array([1.0])))
+
+
+def test_quadrature_refuses_more_than_three_points():
+    K = SEKernel().K(np.arange(4.0))
+    with pytest.raises(ValueError, match="n ≤ 3"):
+        quadrature_posterior(K, probit_log_lik(np.ones(4)))
+
+
+@pytest.mark.parametrize("n_nodes", [2, 1000])
+def test_quadrature_refuses_an_unusable_number_of_nodes(n_nodes):
+    K, y = small_problem(2)
+    with pytest.raises(ValueError, match="n_nodes"):
+        quadrature_posterior(K, probit_log_lik(y), n_nodes=n_nodes)
+
+
+# --------------------------------------------------------------------------- importance sampling
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("likelihood", ["logistic", "probit"])
+def test_importance_sampling_with_the_prior_agrees_with_quadrature(n, likelihood):
+    K, y = small_problem(n)
+    log_lik = logistic_log_lik(y) if likelihood == "logistic" else probit_log_lik(y)
+    reference = quadrature_posterior(K, log_lik).log_evidence
+    estimate = importance_sampling_evidence(K, log_lik, rng=0, n_samples=50_000)
+    assert isinstance(estimate, EvidenceEstimate)
+    assert 0 < estimate.std_error < 0.02
+    assert abs(estimate.log_evidence - reference) < N_SIGMA * estimate.std_error
+    assert 0 < estimate.effective_sample_size <= estimate.n_samples
+
+
+def test_importance_sampling_with_a_fitted_proposal_is_more_precise():
+    K, y = small_problem(3)
+    log_lik = logistic_log_lik(y)
+    exact = quadrature_posterior(K, log_lik)
+    prior_proposal = importance_sampling_evidence(K, log_lik, rng=1, n_samples=20_000)
+    fitted = importance_sampling_evidence(K, log_lik, rng=1, n_samples=20_000,
+                                          proposal_mean=exact.mean, proposal_cov=1.5 * exact.cov)
+    assert abs(fitted.log_evidence - exact.log_evidence) < N_SIGMA * fitted.std_error
+    assert fitted.std_error < prior_proposal.std_error
+    assert fitted.effective_sample_size > prior_proposal.effective_sample_size
+
+
+def test_importance_sampling_is_exact_when_the_proposal_is_the_posterior():
+    # Gaussian likelihood: the posterior is Gaussian, every weight equals p(y), the error vanishes
+    K, _ = small_problem(3, variance=1.5)
+    targets, noise = np.array([0.3, -0.8, 1.1]), 0.4
+    exact = quadrature_posterior(K, gaussian_log_lik(targets, noise))
+    estimate = importance_sampling_evidence(K, gaussian_log_lik(targets, noise), rng=2, n_samples=1000,
+                                            proposal_mean=exact.mean, proposal_cov=exact.cov)
+    assert estimate.log_evidence == pytest.approx(exact.log_evidence, abs=1e-8)
+    assert estimate.std_error < 1e-8
+    assert estimate.effective_sample_size == pytest.approx(1000, rel=1e-8)
+
+
+def test_importance_sampling_standard_error_matches_the_spread_of_repeated_runs():
+    K, y = small_problem(2)
+    log_lik = logistic_log_lik(y)
+    rng = np.random.default_rng(3)
+    runs = [importance_sampling_evidence(K, log_lik, rng, n_samples=1000) for _ in range(40)]
+    spread = np.std([run.log_evidence for run in runs], ddof=1)
+    reported = np.mean([run.std_error for run in runs])
+    # the standard deviation of 40 runs is known to about ±11 %; allow a generous band
+    assert 0.7 < spread / reported < 1.4
+
+
+def test_importance_sampling_batches_do_not_change_the_answer():
+    K, y = small_problem(2)
+    a = importance_sampling_evidence(K, logistic_log_lik(y), rng=4, n_samples=5000, batch_size=5000)
+    b = importance_sampling_evidence(K, logistic_log_lik(y), rng=4, n_samples=5000, batch_size=700)
+    # the same stream of normal draws, consumed in different block sizes
+    assert a.log_evidence == pytest.approx(b.log_evidence, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- elliptical slice sampling
+@pytest.mark.parametrize("n, likelihood", [(2, "probit"), (3, "logistic")])
+def test_elliptical_slice_sampling_agrees_with_quadrature(n, likelihood):
+    K, y = small_problem(n)
+    log_lik = logistic_log_lik(y) if likelihood == "logistic" else probit_log_lik(y)
+    exact = quadrature_posterior(K, log_lik)
+    samples = elliptical_slice_sampling(K, log_lik, rng=5, n_samples=10_000, burn_in=500)
+    assert samples.shape == (10_000, n)
+    assert np.all(np.isfinite(samples))
+    # posterior mean within N_SIGMA batch-means standard errors
+    mean_se = batch_means_std_error(samples)
+    assert np.all(np.abs(samples.mean(axis=0) - exact.mean) < N_SIGMA * mean_se)
+    # second moments: E[f_i f_j] with its own batch-means error
+    products = np.stack([samples[:, i] * samples[:, j] for i in range(n) for j in range(n)], axis=1)
+    second_exact = (exact.cov + np.outer(exact.mean, exact.mean)).ravel()
+    second_se = batch_means_std_error(products)
+    assert np.all(np.abs(products.mean(axis=0) - second_exact) < N_SIGMA * second_se)
+
+
+def test_elliptical_slice_sampling_thinning_and_burn_in():
+    K, y = small_problem(2)
+    samples = elliptical_slice_sampling(K, probit_log_lik(y), rng=6, n_samples=50, burn_in=10, thin=3)
+    assert samples.shape == (50, 2)
+    # thinning keeps every third state of the same chain
+    chain = elliptical_slice_sampling(K, probit_log_lik(y), rng=6, n_samples=160, burn_in=10, thin=1)
+    np.testing.assert_array_equal(samples, chain[2::3][:50])
+
+
+# --------------------------------------------------------------------------- reproducibility
+def test_seeded_runs_are_reproducible():
+    K, y = small_problem(3)
+    log_lik = logistic_log_lik(y)
+    a = elliptical_slice_sampling(K, log_lik, rng=7, n_samples=200, burn_in=20)
+    b = elliptical_slice_sampling(K, log_lik, rng=np.random.default_rng(7), n_samples=200, burn_in=20)
+    c = elliptical_slice_sampling(K, log_lik, rng=8, n_samples=200, burn_in=20)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    e1 = importance_sampling_evidence(K, log_lik, rng=7, n_samples=3000)
+    e2 = importance_sampling_evidence(K, log_lik, rng=np.random.default_rng(7), n_samples=3000)
+    e3 = importance_sampling_evidence(K, log_lik, rng=8, n_samples=3000)
+    assert e1 == e2
+    assert e1.log_evidence != e3.log_evidence
+
+
+@pytest.mark.parametrize("bad_rng", [None, 1.5, "seed"])
+def test_random_functions_refuse_an_unseeded_rng(bad_rng):
+    K, y = small_problem(2)
+    with pytest.raises(ValueError, match="rng"):
+        importance_sampling_evidence(K, probit_log_lik(y), rng=bad_rng, n_samples=10)
+    with pytest.raises(ValueError, match="rng"):
+        elliptical_slice_sampling(K, probit_log_lik(y), rng=bad_rng, n_samples=10)

@@ -159,6 +159,10 @@ class SEKernel:
         return dict(variance=self.variance, lengthscale=self.lengthscale, bias=self.bias,
                     jitter=self.jitter, learn_bias=self.learn_bias, learn_jitter=self.learn_jitter)
 
+    def __sklearn_clone__(self):
+        """A fresh copy: lets scikit-learn's ``clone`` (cross-validation, grid search) copy an estimator holding a kernel."""
+        return self.with_params()
+
     def __repr__(self):
         lengthscale = np.round(self.lengthscale, 4).tolist() if self.ard else round(self.lengthscale, 4)
         text = f"SEKernel(variance={self.variance:.4g}, lengthscale={lengthscale}"

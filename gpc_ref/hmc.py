@@ -1,0 +1,729 @@
+r"""Hybrid (Hamiltonian) Monte Carlo, and its use over GP hyperparameters (Williams & Barber).
+
+Notation (book symbol ← code name):
+
+=======================================  =====================  ==========================================
+book                                     code                   meaning
+=======================================  =====================  ==========================================
+:math:`x \in \mathbb R^D`                ``x``                  position: the variables being sampled
+:math:`p \in \mathbb R^D`                ``p``                  momentum, one per position variable
+:math:`\log \pi(x)`                      ``log_prob``           log target density (up to a constant)
+:math:`E(x) = -\log \pi(x)`              (``-log_prob``)        potential energy (W&B's :math:`\mathcal E`)
+:math:`M = \operatorname{diag}(m)`       ``mass``               mass matrix (diagonal; scalar = m I)
+:math:`K(p) = \tfrac12 p^T M^{-1} p`     (kinetic)              kinetic energy
+:math:`H(x, p) = E(x) + K(p)`            (energy)               Hamiltonian (W&B's :math:`\mathcal H`)
+:math:`\varepsilon`                      ``step_size``          leapfrog step size
+:math:`L`                                ``n_leapfrog``         leapfrog steps per trajectory
+:math:`\Delta H`                         ``energy_error``       :math:`H(x^*, p^*) - H(x, p)` of a proposal
+:math:`\rho_k`                           ``autocorrelation``    lag-k autocorrelation of a chain
+:math:`\tau`                             (``n / ess``)          integrated autocorrelation time
+:math:`\theta`                           ``theta``              the kernel's log-parameters (``SEKernel.theta``)
+:math:`\phi = A\theta`                   ``phi``                W&B's log-hyperparameters
+                                                                :math:`(\log v_0, \log w_1, \dots, \log w_d)`
+=======================================  =====================  ==========================================
+
+W&B (1997, eq 8) write the covariance as :math:`v_0 \exp(-\tfrac12\sum_l w_l (x_l - x'_l)^2)`
+and put independent :math:`N(-3, 3^2)` priors on :math:`\phi = (\log v_0, \log w_1, \dots,
+\log w_d)`. Our kernel has :math:`v_0 = \sigma_f^2` and :math:`w_l = 1/\ell_l^2`, so with
+``theta = (log σ_f², log ℓ_1, ..., log ℓ_d)``
+
+.. math:: \phi = A\theta, \qquad A = \operatorname{diag}(1, -2, \dots, -2),
+
+i.e. :math:`\log w_l = -2\log\ell_l` (a bias :math:`v_1` or a learnt jitter keeps factor 1).
+:func:`laplace_hmc` samples in W&B's coordinates :math:`\phi`, where their prior, step size
+ε = 0.1 and starting point are stated, and reports both :math:`\phi` and :math:`\theta`. In
+our coordinates the same prior is :math:`\log\sigma_f^2 \sim N(-3, 3^2)`,
+:math:`\log\ell_l \sim N(1.5, 1.5^2)`; running the sampler in :math:`\theta` with unit mass
+would be a different Markov chain with the same target (it would move the log lengthscales
+twice as far per step).
+
+References
+----------
+- [Duane87] Duane, Kennedy, Pendleton & Roweth (1987), *Hybrid Monte Carlo*.
+- [Neal11] Neal (2011), *MCMC using Hamiltonian dynamics*, §5.2–5.4 (leapfrog eqs 5.18–5.20,
+  the HMC algorithm §5.3.2, detailed balance §5.3.3) and §5.4.1 (a diagonal mass matrix is a linear
+  change of coordinates).
+- [WB97] Williams & Barber (1997), §2.3: HMC over the log-hyperparameters with the Laplace
+  evidence (eq 10), ε = 0.1, L = 20, 200 iterations, first third burn-in, N(−3, 3²) priors;
+  eq 9: predictions averaged over the hyperparameter posterior.
+- [WB98] Williams & Barber (1998), Appendix D (HMC) and Appendix B (evidence gradient).
+- [Geyer92] Geyer (1992), *Practical Markov chain Monte Carlo*: the initial positive
+  sequence estimator of the integrated autocorrelation time.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .kernels import SEKernel
+from .laplace import (ConvergenceWarning, laplace_evidence, laplace_mode, laplace_predict_latent,
+                      laplace_predict_proba)
+from .validation import check_binary_labels, check_matrix, check_rng, check_same_length, check_vector
+
+__all__ = [
+    "LeapfrogResult",
+    "HMCResult",
+    "LaplaceHMCResult",
+    "leapfrog",
+    "hmc_sample",
+    "autocorrelation",
+    "effective_sample_size",
+    "wb_theta_scale",
+    "gaussian_log_prior",
+    "HyperPosterior",
+    "wb_log_posterior",
+    "laplace_hmc",
+    "laplace_hmc_predict_proba",
+]
+
+
+# ===================================================================== generic HMC
+@dataclass(frozen=True)
+class LeapfrogResult:
+    r"""End point of a leapfrog trajectory.
+
+    Attributes
+    ----------
+    x, p : ndarray (D,)
+        Position and momentum after the last step (momentum *not* negated).
+    log_prob : float
+        :math:`\log\pi(x)` at the end point; ``-inf`` when the trajectory was abandoned.
+    grad : ndarray (D,)
+        :math:`\nabla\log\pi(x)` at the end point.
+    n_evaluations : int
+        Calls of the target made (``n_leapfrog`` unless abandoned early).
+    finite : bool
+        False if the target returned NaN/inf (or failed numerically) on the way: the
+        trajectory stops there and the proposal must be rejected.
+    """
+
+    x: np.ndarray
+    p: np.ndarray
+    log_prob: float
+    grad: np.ndarray
+    n_evaluations: int
+    finite: bool
+
+
+@dataclass(frozen=True)
+class HMCResult:
+    r"""A Hybrid Monte Carlo run.
+
+    Attributes
+    ----------
+    samples : ndarray (n_iter - burn_in, D)
+        The retained states (after burn-in).
+    all_samples : ndarray (n_iter, D)
+        The state after each iteration (a rejected proposal repeats the previous state).
+    log_prob : ndarray (n_iter,)
+        :math:`\log\pi` of each state in ``all_samples``.
+    accepted : ndarray of bool (n_iter,)
+        Whether iteration i's proposal was accepted.
+    energy_error : ndarray (n_iter,)
+        :math:`\Delta H` of each proposal; ``inf`` for a proposal whose energy was not finite.
+    acceptance_rate : float
+        Fraction of accepted proposals over all iterations.
+    burn_in : int
+        Number of leading iterations discarded.
+    n_nonfinite : int
+        Proposals rejected because the target was NaN/inf (or failed) along the trajectory.
+    n_evaluations : int
+        Total calls of ``log_prob_and_grad``, including the one at ``x0``.
+    step_size, n_leapfrog : float, int
+        The settings used.
+    mass : ndarray (D,)
+        The diagonal of the mass matrix.
+    """
+
+    samples: np.ndarray
+    all_samples: np.ndarray
+    log_prob: np.ndarray
+    accepted: np.ndarray
+    energy_error: np.ndarray
+    acceptance_rate: float
+    burn_in: int
+    n_nonfinite: int
+    n_evaluations: int
+    step_size: float
+    n_leapfrog: int
+    mass: np.ndarray
+
+
+def _check_positive_int(value, name, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer ≥ {minimum}; got {value!r}")
+    return int(value)
+
+
+def _check_step_size(step_size):
+    if isinstance(step_size, bool) or not isinstance(step_size, numbers.Real) \
+            or not np.isfinite(step_size) or step_size <= 0:
+        raise ValueError(f"step_size must be a positive finite number; got {step_size!r}")
+    return float(step_size)
+
+
+def _check_mass(mass, dim):
+    mass = np.asarray(mass, dtype=float)
+    if mass.ndim == 0:
+        mass = np.full(dim, float(mass))
+    if mass.shape != (dim,) or not np.all(np.isfinite(mass)) or np.any(mass <= 0):
+        raise ValueError(f"mass must be a positive finite scalar or a vector of length {dim}; got {mass!r}")
+    return mass
+
+
+def _evaluate(log_prob_and_grad, x):
+    """Call the target; a numerical failure or a NaN/inf value means "energy infinite"."""
+    try:
+        # overflow far out on a diverging trajectory is expected: it becomes a rejection below
+        with np.errstate(over="ignore", invalid="ignore"):
+            log_prob, grad = log_prob_and_grad(x)
+    except (np.linalg.LinAlgError, FloatingPointError, OverflowError):
+        return -np.inf, np.full(x.shape, np.nan), False
+    log_prob = float(log_prob)
+    grad = np.asarray(grad, dtype=float)
+    if grad.shape != x.shape:
+        raise ValueError(f"log_prob_and_grad must return a gradient of shape {x.shape}; got {grad.shape}")
+    finite = bool(np.isfinite(log_prob) and np.all(np.isfinite(grad)))
+    return (log_prob if finite else -np.inf), grad, finite
+
+
+def leapfrog(log_prob_and_grad, x, p, step_size, n_leapfrog, mass=1.0, grad=None):
+    r"""Simulate Hamiltonian dynamics with ``n_leapfrog`` leapfrog steps (Neal 2011, eqs 5.18–5.20).
+
+    For :math:`H(x, p) = -\log\pi(x) + \tfrac12 p^T M^{-1} p` each step is
+
+    .. math::
+        p \leftarrow p + \tfrac{\varepsilon}{2}\nabla\log\pi(x), \quad
+        x \leftarrow x + \varepsilon M^{-1} p, \quad
+        p \leftarrow p + \tfrac{\varepsilon}{2}\nabla\log\pi(x),
+
+    with the two half steps of consecutive steps merged into one full step. The map is
+    volume preserving and time reversible: starting from the end point with the momentum
+    negated returns to the start with the momentum negated.
+
+    Parameters
+    ----------
+    log_prob_and_grad : callable
+        ``x -> (log π(x), ∇log π(x))``.
+    x, p : array (D,)
+        Starting position and momentum.
+    step_size : float
+        :math:`\varepsilon > 0`.
+    n_leapfrog : int
+        :math:`L \ge 1`.
+    mass : float or array (D,)
+        Diagonal of the mass matrix :math:`M`.
+    grad : array (D,), optional
+        :math:`\nabla\log\pi(x)` at the start, if already known (saves one evaluation).
+
+    Returns
+    -------
+    LeapfrogResult
+        If the target is NaN/inf (or raises a numerical error) on the way the trajectory is
+        abandoned and ``finite`` is False.
+    """
+    if not callable(log_prob_and_grad):
+        raise ValueError("log_prob_and_grad must be a callable x -> (log_prob, grad)")
+    x = check_vector(x, "x").copy()
+    p = check_vector(p, "p", length=x.shape[0]).copy()
+    step_size = _check_step_size(step_size)
+    n_leapfrog = _check_positive_int(n_leapfrog, "n_leapfrog")
+    mass = _check_mass(mass, x.shape[0])
+    n_evaluations = 0
+    if grad is None:
+        _, grad, finite = _evaluate(log_prob_and_grad, x)
+        n_evaluations += 1
+        if not finite:
+            return LeapfrogResult(x, p, -np.inf, grad, n_evaluations, False)
+    grad = np.asarray(grad, dtype=float)
+    # Neal (2011) eq 5.18: half step for the momentum
+    p = p + 0.5 * step_size * grad
+    for step in range(n_leapfrog):
+        # Neal (2011) eq 5.19: full step for the position
+        x = x + step_size * p / mass
+        log_prob, grad, finite = _evaluate(log_prob_and_grad, x)
+        n_evaluations += 1
+        if not finite:
+            return LeapfrogResult(x, p, -np.inf, grad, n_evaluations, False)
+        # Neal (2011) eq 5.20 (+ eq 5.18 of the next step): a full momentum step, a half one at the end
+        p = p + (step_size if step < n_leapfrog - 1 else 0.5 * step_size) * grad
+    return LeapfrogResult(x, p, log_prob, grad, n_evaluations, True)
+
+
+def _iterations(n_iter, progress, description):
+    """range(n_iter), wrapped in a tqdm bar when asked (tqdm imported only then)."""
+    if not progress:
+        return range(n_iter)
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("progress=True needs tqdm (pip install tqdm)") from exc
+    return tqdm(range(n_iter), desc=description)
+
+
+def hmc_sample(log_prob_and_grad, x0, rng, step_size=0.1, n_leapfrog=20, n_iter=200, burn_in=None,
+               mass=1.0, progress=False):
+    r"""Hybrid Monte Carlo (Duane et al. 1987; Neal 2011 §5.3; W&B 1997 §2.3).
+
+    Each iteration
+
+    1. draws a fresh momentum :math:`p \sim N(0, M)` (a Gibbs update of the momentum, which
+       changes the energy level);
+    2. follows the dynamics with ``n_leapfrog`` leapfrog steps of size ``step_size`` from
+       :math:`(x, p)` to :math:`(x^*, p^*)` (:func:`leapfrog`);
+    3. accepts :math:`x^*` with probability :math:`\min(1, e^{-\Delta H})`,
+       :math:`\Delta H = H(x^*, p^*) - H(x, p)` (the Metropolis rule), else keeps :math:`x`.
+
+    A proposal whose energy is NaN/inf, or on whose trajectory the target failed, is
+    rejected (:math:`\Delta H = +\infty`); it never produces a NaN state.
+
+    Random numbers are drawn in a fixed order from ``rng``: per iteration, ``D`` standard
+    normals for the momentum, then one uniform for the Metropolis test (drawn even when the
+    proposal is certainly rejected), so runs with the same seed are identical.
+
+    Parameters
+    ----------
+    log_prob_and_grad : callable
+        ``x -> (log π(x), ∇log π(x))``, the log target up to a constant and its gradient.
+    x0 : array (D,)
+        Starting state; the target must be finite there.
+    rng : numpy.random.Generator or int
+    step_size : float
+        Leapfrog step size ε (W&B: 0.1).
+    n_leapfrog : int
+        Leapfrog steps per proposal L (W&B: 20).
+    n_iter : int
+        Number of HMC iterations (W&B: 200).
+    burn_in : int, optional
+        Leading iterations to discard; default ``n_iter // 3`` (W&B: the first third).
+    mass : float or array (D,)
+        Diagonal mass matrix; a mass :math:`m_j` is equivalent to sampling
+        :math:`x_j\sqrt{m_j}` with unit mass (Neal 2011 §5.4.1).
+    progress : bool
+        Show a tqdm progress bar (tqdm is imported only then).
+
+    Returns
+    -------
+    HMCResult
+
+    Warns
+    -----
+    UserWarning
+        If no proposal was accepted in ``n_iter`` iterations (the step size is too large).
+    """
+    if not callable(log_prob_and_grad):
+        raise ValueError("log_prob_and_grad must be a callable x -> (log_prob, grad)")
+    x = check_vector(x0, "x0").copy()
+    rng = check_rng(rng)
+    step_size = _check_step_size(step_size)
+    n_leapfrog = _check_positive_int(n_leapfrog, "n_leapfrog")
+    n_iter = _check_positive_int(n_iter, "n_iter")
+    burn_in = n_iter // 3 if burn_in is None else _check_positive_int(burn_in, "burn_in", minimum=0)
+    if burn_in >= n_iter:
+        raise ValueError(f"burn_in must be smaller than n_iter = {n_iter}; got {burn_in}")
+    mass = _check_mass(mass, x.shape[0])
+    dim = x.shape[0]
+
+    log_prob, grad, finite = _evaluate(log_prob_and_grad, x)
+    if not finite:
+        raise ValueError(f"x0: log_prob_and_grad must be finite at the starting state; got log_prob = {log_prob}")
+    n_evaluations = 1
+
+    all_samples = np.empty((n_iter, dim))
+    log_probs = np.empty(n_iter)
+    accepted = np.zeros(n_iter, dtype=bool)
+    energy_error = np.empty(n_iter)
+    n_nonfinite = 0
+    for i in _iterations(n_iter, progress, "HMC"):
+        # Neal (2011) §5.3.2 step 1 / W&B (1997) §2.3 (ii): Gibbs-sample the momentum, p ~ N(0, M)
+        p = np.sqrt(mass) * rng.standard_normal(dim)
+        # W&B (1997) §2.3: H = E + K with E = −log π(x), K = pᵀM⁻¹p/2
+        energy = -log_prob + 0.5 * np.sum(p**2 / mass)
+        # Neal (2011) §5.3.2 step 2 / W&B (1997) §2.3 (i): L leapfrog steps of size ε
+        end = leapfrog(log_prob_and_grad, x, p, step_size, n_leapfrog, mass, grad=grad)
+        n_evaluations += end.n_evaluations
+        new_energy = -end.log_prob + 0.5 * np.sum(end.p**2 / mass) if end.finite else np.inf
+        delta = new_energy - energy
+        if not np.isfinite(delta):
+            delta = np.inf
+            n_nonfinite += 1
+        # Metropolis rule: accept with probability min(1, exp(−ΔH)) (Neal 2011 §5.3.2 step 3)
+        log_u = np.log(rng.uniform())
+        if log_u < -delta:
+            x, log_prob, grad = end.x, end.log_prob, end.grad
+            accepted[i] = True
+        all_samples[i] = x
+        log_probs[i] = log_prob
+        energy_error[i] = delta
+
+    if not accepted.any():
+        warnings.warn(f"HMC accepted none of its {n_iter} proposals; reduce step_size (now {step_size})",
+                      UserWarning, stacklevel=2)
+    return HMCResult(
+        samples=all_samples[burn_in:].copy(),
+        all_samples=all_samples,
+        log_prob=log_probs,
+        accepted=accepted,
+        energy_error=energy_error,
+        acceptance_rate=float(accepted.mean()),
+        burn_in=burn_in,
+        n_nonfinite=n_nonfinite,
+        n_evaluations=n_evaluations,
+        step_size=step_size,
+        n_leapfrog=n_leapfrog,
+        mass=mass,
+    )
+
+
+# ===================================================================== diagnostics
+def _as_chain(x, name="x"):
+    x = np.asarray(x, dtype=float)
+    if x.ndim not in (1, 2) or x.shape[0] < 2:
+        raise ValueError(f"{name} must be a chain of shape (n,) or (n, D) with n ≥ 2; got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return x
+
+
+def autocorrelation(x, max_lag=None):
+    r"""Sample autocorrelation :math:`\rho_k = c_k / c_0` of a chain, for lags 0..max_lag.
+
+    :math:`c_k = \frac1n\sum_{t=1}^{n-k}(x_t-\bar x)(x_{t+k}-\bar x)` (the usual biased
+    estimator, which keeps the sequence positive definite), computed by FFT. A constant
+    chain (e.g. one that never moved) has :math:`\rho_k = 1` at every lag by convention.
+
+    Parameters
+    ----------
+    x : array (n,) or (n, D)
+        The chain; columns are treated separately.
+    max_lag : int, optional
+        Largest lag; default ``n - 1``.
+
+    Returns
+    -------
+    ndarray (max_lag + 1,) or (max_lag + 1, D)
+    """
+    x = _as_chain(x)
+    n = x.shape[0]
+    max_lag = n - 1 if max_lag is None else _check_positive_int(max_lag, "max_lag", minimum=0)
+    if max_lag >= n:
+        raise ValueError(f"max_lag must be smaller than the chain length {n}; got {max_lag}")
+    column = x.ndim == 1
+    centred = (x[:, None] if column else x) - x.mean(axis=0)
+    size = 1 << int(np.ceil(np.log2(2 * n)))  # zero padding: no wrap-around
+    spectrum = np.fft.rfft(centred, n=size, axis=0)
+    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=0)[: max_lag + 1] / n
+    c0 = acov[0]
+    constant = c0 <= 1e-300 * max(1.0, float(np.max(np.abs(x))) ** 2)
+    rho = acov / np.where(constant, 1.0, c0)
+    rho[:, constant] = 1.0
+    return rho[:, 0] if column else rho
+
+
+def effective_sample_size(x):
+    r"""Effective sample size :math:`n/\tau` by Geyer's initial positive sequence (Geyer 1992).
+
+    The integrated autocorrelation time :math:`\tau = 1 + 2\sum_{k\ge1}\rho_k` is estimated as
+    :math:`\tau = -1 + 2\sum_{m=0}^{M-1}\Gamma_m` with the pair sums
+    :math:`\Gamma_m = \rho_{2m} + \rho_{2m+1}`, truncated before the first
+    :math:`\Gamma_M \le 0` (for a reversible chain the true :math:`\Gamma_m` are positive, so a
+    non-positive one signals that noise has taken over). HMC's anticorrelated chains can have
+    :math:`\tau < 1`, i.e. an ESS above n; the estimate is capped at :math:`n\log_{10} n`.
+    A constant chain gets ESS = 1.
+
+    Parameters
+    ----------
+    x : array (n,) or (n, D)
+
+    Returns
+    -------
+    float or ndarray (D,)
+    """
+    x = _as_chain(x)
+    n = x.shape[0]
+    rho = autocorrelation(x)
+    column = rho.ndim == 1
+    rho = rho[:, None] if column else rho
+    out = np.empty(rho.shape[1])
+    for j in range(rho.shape[1]):
+        if np.all(rho[:, j] == 1.0):
+            out[j] = 1.0
+            continue
+        r = rho[:, j] if n % 2 == 0 else np.append(rho[:, j], 0.0)
+        # Geyer (1992): Γ_m = ρ_2m + ρ_2m+1, summed while positive
+        pairs = r[0::2] + r[1::2]
+        stop = np.flatnonzero(pairs <= 0)
+        m = stop[0] if stop.size else pairs.size
+        tau = -1.0 + 2.0 * np.sum(pairs[:m])
+        out[j] = min(n / tau, n * np.log10(n)) if tau > 0 else n * np.log10(n)
+    return float(out[0]) if column else out
+
+
+# ===================================================================== HMC over GP hyperparameters (W&B)
+def wb_theta_scale(kernel):
+    r"""The diagonal :math:`A` of the map :math:`\phi = A\theta` to W&B's log-hyperparameters.
+
+    ``log_variance`` (:math:`\log v_0`), ``log_bias`` (:math:`\log v_1`) and ``log_jitter`` keep
+    factor 1; every ``log_lengthscale`` gets :math:`-2`, since W&B's :math:`w_l = 1/\ell_l^2`
+    gives :math:`\log w_l = -2\log\ell_l` (W&B 1997 eq 8).
+    """
+    if not isinstance(kernel, SEKernel):
+        raise ValueError(f"kernel must be an SEKernel; got {type(kernel).__name__}")
+    return np.array([-2.0 if name.startswith("log_lengthscale") else 1.0 for name in kernel.theta_names])
+
+
+def gaussian_log_prior(phi, prior_mean=-3.0, prior_sd=3.0):
+    r"""Independent :math:`N(\mu_0, s_0^2)` log prior on each :math:`\phi_j`, and its gradient (W&B 1997 §2.3)."""
+    phi = np.asarray(phi, dtype=float)
+    z = (phi - prior_mean) / prior_sd
+    log_prior = float(np.sum(-0.5 * z**2 - np.log(prior_sd) - 0.5 * np.log(2.0 * np.pi)))
+    return log_prior, -z / prior_sd
+
+
+@dataclass(frozen=True)
+class HyperPosterior:
+    r"""W&B's log hyperparameter posterior at one point φ (up to the constant log p(t)).
+
+    Attributes
+    ----------
+    value : float
+        :math:`\log q(t|\phi) + \log p(\phi)`; ``-inf`` if the Laplace mode did not converge.
+    gradient : ndarray (P,)
+        Its gradient with respect to φ.
+    log_evidence, log_prior : float
+        The two parts of ``value``.
+    mode : LaplaceMode
+        The Laplace mode at φ (use ``mode.f`` to warm-start the next evaluation).
+    """
+
+    value: float
+    gradient: np.ndarray
+    log_evidence: float
+    log_prior: float
+    mode: object = field(repr=False)
+
+
+def wb_log_posterior(kernel, X, y, phi, prior_mean=-3.0, prior_sd=3.0, likelihood=None, f_init=None):
+    r"""The potential of W&B's HMC: :math:`-E(\phi) = \log q(t|\phi) + \log p(\phi)` and its gradient.
+
+    :math:`\phi = A\theta` are W&B's coordinates (:func:`wb_theta_scale`); the Laplace log
+    evidence and its θ-gradient (with the implicit term) come from
+    :func:`~gpc_ref.laplace.laplace_evidence` at ``kernel.with_theta(phi / A)``, and
+    :math:`\nabla_\phi = A^{-1}\nabla_\theta` by the chain rule. The prior is
+    :func:`gaussian_log_prior` on φ. Its density is in φ; the density of θ differs by the
+    constant :math:`\log|\det A|` (see ``laplace.log_hyperprior``), which changes neither
+    gradients nor the maximiser.
+
+    A Laplace mode that did not converge gives ``value = -inf`` (its evidence would be wrong);
+    HMC then rejects the proposal.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        Defines the structure (which parameters); its own values are not used.
+    X, y : training data (labels in {−1, +1} or {0, 1})
+    phi : array (P,)
+        W&B's log-hyperparameters.
+    prior_mean, prior_sd : float
+    likelihood : optional (default logistic)
+    f_init : array (n,), optional
+        Warm start for Newton.
+
+    Returns
+    -------
+    HyperPosterior
+    """
+    scale = wb_theta_scale(kernel)
+    phi = check_vector(phi, "phi", length=scale.shape[0])
+    with warnings.catch_warnings():
+        # a non-converged Newton search is reported through value = −inf, not a warning
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        evidence = laplace_evidence(kernel.with_theta(phi / scale), X, y, likelihood=likelihood, f_init=f_init)
+    log_prior, prior_gradient = gaussian_log_prior(phi, prior_mean, prior_sd)
+    if not evidence.mode.converged:
+        return HyperPosterior(-np.inf, np.zeros_like(phi), -np.inf, log_prior, evidence.mode)
+    # W&B (1997) §2.3: E = −log P_a(t|θ) − log P(θ); chain rule ∇_φ = A⁻¹ ∇_θ
+    return HyperPosterior(evidence.log_evidence + log_prior, evidence.gradient / scale + prior_gradient,
+                          evidence.log_evidence, log_prior, evidence.mode)
+
+
+@dataclass(frozen=True)
+class LaplaceHMCResult:
+    r"""HMC over the log-hyperparameters with the Laplace evidence (W&B 1997 §2.3).
+
+    Attributes
+    ----------
+    thetas : ndarray (n_retained, P)
+        Retained samples in the kernel's coordinates (``kernel.theta``).
+    phis : ndarray (n_retained, P)
+        The same samples in W&B's coordinates :math:`\phi = A\theta`.
+    all_thetas : ndarray (n_iter, P)
+        Every state, burn-in included.
+    log_posterior : ndarray (n_iter,)
+        :math:`\log q(y|\theta) + \log p(\phi)` of every state (density in φ, up to a constant).
+    log_evidence : ndarray (n_iter,)
+        The Laplace log evidence :math:`\log q(y|\theta)` (W&B eq 10) of every state.
+    acceptance_rate : float
+    theta_names : list of str
+    kernel : SEKernel
+        The starting kernel (its ``theta`` was the first state); :meth:`kernels` gives the samples.
+    scale : ndarray (P,)
+        :math:`A` in :math:`\phi = A\theta`.
+    prior_mean, prior_sd : float
+    n_newton : int
+        Newton iterations spent in all Laplace mode searches.
+    n_unconverged : int
+        Evaluations where Newton did not converge (treated as infinite energy: rejected).
+    hmc : HMCResult
+        The underlying run in φ coordinates.
+    """
+
+    thetas: np.ndarray
+    phis: np.ndarray
+    all_thetas: np.ndarray
+    log_posterior: np.ndarray
+    log_evidence: np.ndarray
+    acceptance_rate: float
+    theta_names: list
+    kernel: SEKernel
+    scale: np.ndarray
+    prior_mean: float
+    prior_sd: float
+    n_newton: int
+    n_unconverged: int
+    hmc: HMCResult = field(repr=False)
+
+    def kernels(self):
+        """One kernel per retained sample."""
+        return [self.kernel.with_theta(theta) for theta in self.thetas]
+
+
+def laplace_hmc(kernel, X, y, rng, prior_mean=-3.0, prior_sd=3.0, step_size=0.1, n_leapfrog=20, n_iter=200,
+                burn_in=None, likelihood=None, progress=False):
+    r"""Sample GP log-hyperparameters by HMC on the Laplace-approximate posterior (W&B 1997 §2.3).
+
+    The target is W&B's :math:`p(\phi | t) \propto q(t|\phi)\,p(\phi)` with the Laplace log
+    evidence :math:`\log q(t|\phi)` of W&B eq 10 (:func:`~gpc_ref.laplace.laplace_evidence`,
+    whose exact gradient includes the implicit dependence of the mode,
+    :math:`\partial\hat f/\partial\theta = (I+KW)^{-1}(\partial K/\partial\theta)(t-\pi)`) and
+    independent :math:`N(\mu_0, s_0^2)` priors on W&B's coordinates
+    :math:`\phi = A\theta = (\log v_0, \log w_1, \dots, \log w_d)` (:func:`wb_theta_scale`). The
+    chain runs in φ with unit mass, so ε means what it means in the paper; the gradient is
+    :math:`\nabla_\phi = A^{-1}\nabla_\theta`.
+
+    Each Newton search is warm-started from the mode of the previous evaluation (one leapfrog
+    step away), which is much cheaper than W&B's fresh start at :math:`\pi = \tfrac12`; the
+    mode found is the same to the Newton tolerance. An evaluation whose Newton iteration does
+    not converge counts as infinite energy (its evidence would be wrong), so that proposal
+    is rejected; ``n_unconverged`` reports how often this happened.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        Its structure (ARD or not, bias) defines the hyperparameters and its ``theta`` the
+        starting state. W&B start at :math:`\log v_0 = 0`, :math:`\log w_l = -2`, i.e.
+        ``SEKernel(variance=1.0, lengthscale=np.full(d, np.e))``.
+    X : array (n, d)
+    y : array (n,)
+        Labels in {−1, +1} or {0, 1}.
+    rng : numpy.random.Generator or int
+    prior_mean, prior_sd : float
+        The N(−3, 3²) prior of W&B on each φ_j.
+    step_size, n_leapfrog, n_iter, burn_in, progress
+        As in :func:`hmc_sample`; the defaults are W&B's (ε = 0.1, L = 20, 200 iterations,
+        first third discarded).
+    likelihood : optional
+        Passed to the Laplace functions (default: logistic, as W&B).
+
+    Returns
+    -------
+    LaplaceHMCResult
+    """
+    scale = wb_theta_scale(kernel)
+    X = check_matrix(X, "X")
+    y = check_binary_labels(y, "y", coding="pm1")
+    check_same_length(X, y, "X", "y")
+    if not (np.isfinite(prior_mean) and np.isfinite(prior_sd) and prior_sd > 0):
+        raise ValueError(f"prior_mean must be finite and prior_sd positive; got {prior_mean!r}, {prior_sd!r}")
+    # warm start and bookkeeping, shared by the successive calls of the target
+    state = {"f": None, "n_newton": 0, "n_unconverged": 0}
+
+    def log_posterior_and_grad(phi):
+        if np.any(np.abs(phi / scale) > 700.0):  # exp(θ) would overflow: outside any sensible model
+            return -np.inf, np.zeros_like(phi)
+        point = wb_log_posterior(kernel, X, y, phi, prior_mean, prior_sd, likelihood, f_init=state["f"])
+        state["n_newton"] += int(point.mode.n_iter)
+        if np.isfinite(point.value):
+            state["f"] = point.mode.f  # warm start for the next evaluation, one leapfrog step away
+        else:
+            state["n_unconverged"] += 1
+        return point.value, point.gradient
+
+    run = hmc_sample(log_posterior_and_grad, scale * kernel.theta, rng, step_size=step_size,
+                     n_leapfrog=n_leapfrog, n_iter=n_iter, burn_in=burn_in, mass=1.0, progress=progress)
+    all_thetas = run.all_samples / scale
+    log_priors = np.array([gaussian_log_prior(phi, prior_mean, prior_sd)[0] for phi in run.all_samples])
+    return LaplaceHMCResult(
+        thetas=run.samples / scale,
+        phis=run.samples.copy(),
+        all_thetas=all_thetas,
+        log_posterior=run.log_prob,
+        log_evidence=run.log_prob - log_priors,
+        acceptance_rate=run.acceptance_rate,
+        theta_names=list(kernel.theta_names),
+        kernel=kernel,
+        scale=scale,
+        prior_mean=float(prior_mean),
+        prior_sd=float(prior_sd),
+        n_newton=state["n_newton"],
+        n_unconverged=state["n_unconverged"],
+        hmc=run,
+    )
+
+
+def laplace_hmc_predict_proba(result, X, y, X_test, method="erf_mixture", likelihood=None, progress=False):
+    r"""P(y* = +1 | x*, t) averaged over the retained hyperparameter samples (W&B 1997 eq 9).
+
+    .. math:: \bar\pi(x_*) = \int \hat\pi(x_*|\theta)\, p(\theta|t)\,d\theta
+              \approx \frac1S\sum_{s=1}^S \hat\pi(x_*|\theta^{(s)}),
+
+    where :math:`\hat\pi(x_*|\theta)` is the Laplace prediction at fixed hyperparameters
+    (mode, latent mean and variance, then the erf mixture or ``method``). A rejected proposal
+    repeats a sample, and its prediction is reused rather than recomputed.
+
+    Parameters
+    ----------
+    result : LaplaceHMCResult
+    X, y : the training data the chain was run on
+    X_test : array (m, d)
+    method : str
+        How the Gaussian–sigmoid integral is done (``laplace_predict_proba``'s ``method``).
+
+    Returns
+    -------
+    ndarray (m,)
+        Averaged P(y* = +1).
+    """
+    if not isinstance(result, LaplaceHMCResult):
+        raise ValueError(f"result must be a LaplaceHMCResult; got {type(result).__name__}")
+    X = check_matrix(X, "X")
+    y = check_binary_labels(y, "y", coding="pm1")
+    check_same_length(X, y, "X", "y")
+    X_test = check_matrix(X_test, "X_test", n_features=X.shape[1])
+    total = np.zeros(X_test.shape[0])
+    previous_theta, previous_proba, f_init = None, None, None
+    for s in _iterations(len(result.thetas), progress, "HMC predictions"):
+        theta = result.thetas[s]
+        if previous_theta is None or not np.array_equal(theta, previous_theta):
+            candidate = result.kernel.with_theta(theta)
+            mode = laplace_mode(candidate.K(X), y, likelihood=likelihood, f_init=f_init)
+            f_init = mode.f
+            mean, var = laplace_predict_latent(mode, candidate, X, X_test)
+            previous_proba = laplace_predict_proba(mean, var, method=method, likelihood=likelihood)
+            previous_theta = theta
+        # W&B (1997) eq 9: average the fixed-θ predictions over the posterior samples
+        total += previous_proba
+    return total / len(result.thetas)

@@ -559,6 +559,8 @@ class VBProbitGPC(GPCBase):
         Importance weights with the trace term (default) or as printed in eq 4.5.
     max_iter, tol : int, float
         Limits of the fixed-kernel iterations (stop when the bound rises by less than tol·max(1, |bound|)).
+    accelerate : bool
+        SQUAREM extrapolation of the fixed-kernel iterations (same fixed point, fewer iterations).
     n_nodes : int
         Gauss–Hermite nodes for the expectations over u.
     two_class : {"binary", "multiclass"}
@@ -584,8 +586,8 @@ class VBProbitGPC(GPCBase):
     """
 
     def __init__(self, kernel=None, learn_kernel=False, n_learning_iter=50, n_importance_samples=500,
-                 prior_shape=1e-3, prior_rate=1e-3, include_trace=True, max_iter=1000, tol=1e-9, n_nodes=48,
-                 two_class="binary", rng=0):
+                 prior_shape=1e-3, prior_rate=1e-3, include_trace=True, max_iter=1000, tol=1e-9, accelerate=False,
+                 n_nodes=48, two_class="binary", rng=0):
         self.kernel = kernel
         self.learn_kernel = learn_kernel
         self.n_learning_iter = n_learning_iter
@@ -595,6 +597,7 @@ class VBProbitGPC(GPCBase):
         self.include_trace = include_trace
         self.max_iter = max_iter
         self.tol = tol
+        self.accelerate = accelerate
         self.n_nodes = n_nodes
         self.two_class = two_class
         self.rng = rng
@@ -621,10 +624,10 @@ class VBProbitGPC(GPCBase):
             history.append(self.learning_.lower_bound)
         K = _probit_train_cov(kernels, X)
         if binary:
-            self.result_ = vb_probit_binary(K, t, max_iter=self.max_iter, tol=self.tol)
+            self.result_ = vb_probit_binary(K, t, max_iter=self.max_iter, tol=self.tol, accelerate=self.accelerate)
         else:
             self.result_ = vb_probit_multiclass(K, t, n_classes=n_classes, max_iter=self.max_iter, tol=self.tol,
-                                                likelihood=likelihood)
+                                                likelihood=likelihood, accelerate=self.accelerate)
         history.append(self.result_.lower_bound)
         self.kernel_ = kernels
         self.lower_bound_ = np.concatenate(history)

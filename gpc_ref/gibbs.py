@@ -62,7 +62,7 @@ from .exact import EvidenceEstimate
 from .likelihoods import MultinomialProbitLikelihood
 from .linalg import cholesky, solve_lower
 from .validation import check_binary_labels, check_rng
-from .vb_probit import _check_kernel_matrices, check_class_codes
+from .vb_probit import _check_kernel_matrices, _test_covariances_per_class, check_class_codes
 
 __all__ = [
     "sample_truncated_normal",
@@ -372,12 +372,7 @@ def gibbs_predict_latent(samples, K_cross, k_diag):
     Returns ``mean`` of shape (S, m, C) and ``var`` of shape (m, C).
     """
     S, n, n_cols = samples.alpha.shape
-    cross = np.asarray(K_cross, dtype=float)
-    cross = [cross] * n_cols if cross.ndim == 2 else list(cross)
-    diag = np.asarray(k_diag, dtype=float)
-    diag = [diag] * n_cols if diag.ndim == 1 else list(diag)
-    if len(cross) != n_cols or len(diag) != n_cols:
-        raise ValueError(f"K_cross and k_diag must be shared or given for each of {n_cols} classes")
+    cross, diag = _test_covariances_per_class(K_cross, k_diag, n_cols)
     mean = np.stack([samples.alpha[:, :, k] @ cross[k] for k in range(n_cols)], axis=2)
     var = np.empty((cross[0].shape[1], n_cols))
     for k in range(n_cols):

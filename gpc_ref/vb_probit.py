@@ -492,6 +492,17 @@ def _solve_each(factors, Y):
     return np.column_stack([f.solve(Y[:, k]) for k, f in enumerate(factors)])
 
 
+def _test_covariances_per_class(K_cross, k_diag, n_cols):
+    """One (n, m) cross covariance and one (m,) prior variance per class, from shared or per-class input."""
+    cross = np.asarray(K_cross, dtype=float)
+    cross = [cross] * n_cols if cross.ndim == 2 else list(cross)
+    diag = np.asarray(k_diag, dtype=float)
+    diag = [diag] * n_cols if diag.ndim == 1 else list(diag)
+    if len(cross) != n_cols or len(diag) != n_cols:
+        raise ValueError(f"K_cross and k_diag must be shared or given for each of {n_cols} classes")
+    return cross, diag
+
+
 def _latent_from_alpha(mats, alpha):
     """m̃_k = C_k α_k for every column."""
     if len(mats) == 1:
@@ -520,12 +531,7 @@ def vb_predict_latent(result, K_cross, k_diag):
     mean, var : ndarrays of shape (m, C)
     """
     n_cols = result.alpha.shape[1]
-    cross = np.asarray(K_cross, dtype=float)
-    cross = [cross] * n_cols if cross.ndim == 2 else list(cross)
-    diag = np.asarray(k_diag, dtype=float)
-    diag = [diag] * n_cols if diag.ndim == 1 else list(diag)
-    if len(cross) != n_cols or len(diag) != n_cols:
-        raise ValueError(f"K_cross and k_diag must be shared or given for each of {n_cols} classes")
+    cross, diag = _test_covariances_per_class(K_cross, k_diag, n_cols)
     mean = np.column_stack([cross[k].T @ result.alpha[:, k] for k in range(n_cols)])
     var = np.empty_like(mean)
     for k in range(n_cols):

@@ -716,6 +716,22 @@ def _ep_with_fallback(K, y, likelihood, tau, nu, damping, tol, max_sweeps=200, m
         sweeps = int(max_sweeps)
 
 
+def _prepare_learning_inputs(X, y, likelihood, learn_epsilon):
+    """Checked inputs shared by :func:`em_ep` and :func:`maximize_ep_evidence`.
+
+    The default likelihood is K&G's step with ε = 0; a plain probit has no ε to learn.
+    Returns ``(X, y, likelihood, epsilon, latent_noise, learn_epsilon)``.
+    """
+    X = check_matrix(X, "X")
+    y = check_binary_labels(y, "y", coding="pm1").astype(float)
+    check_same_length(X, y, "X", "y")
+    likelihood = LabelNoiseLikelihood(0.0, 0.0) if likelihood is None else likelihood
+    epsilon, latent_noise = site_likelihood(likelihood)
+    if isinstance(likelihood, ProbitLikelihood):
+        learn_epsilon = False
+    return X, y, likelihood, epsilon, latent_noise, learn_epsilon
+
+
 def em_ep(kernel, X, y, likelihood=None, learn_epsilon=True, epsilon_rule="errors", fixed=(), max_iter=200,
           tol=1e-4, m_step_maxiter=5, log_bound=15.0, damping=1.0, ep_tol=1e-4, progress=False):
     r"""The EM-EP algorithm (K&G §4, Appendix A).
@@ -740,13 +756,8 @@ def em_ep(kernel, X, y, likelihood=None, learn_epsilon=True, epsilon_rule="error
     -------
     EMEPResult
     """
-    X = check_matrix(X, "X")
-    y = check_binary_labels(y, "y", coding="pm1").astype(float)
-    check_same_length(X, y, "X", "y")
-    likelihood = LabelNoiseLikelihood(0.0, 0.0) if likelihood is None else likelihood
-    epsilon, latent_noise = site_likelihood(likelihood)
-    if isinstance(likelihood, ProbitLikelihood):
-        learn_epsilon = False
+    X, y, likelihood, epsilon, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood,
+                                                                                      learn_epsilon)
     if epsilon_rule not in ("errors", "expected"):
         raise ValueError(f"epsilon_rule must be 'errors' or 'expected'; got {epsilon_rule!r}")
     mask = _free_mask(kernel, fixed)
@@ -836,13 +847,8 @@ def maximize_ep_evidence(kernel, X, y, likelihood=None, learn_epsilon=True, fixe
     optimised as :math:`\eta` with :math:`\epsilon = \tfrac12\sigma(\eta)`, so it stays in (0, ½);
     a starting ε of 0 is replaced by 0.01. The alternative to :func:`em_ep`, compared with it in the chapter.
     """
-    X = check_matrix(X, "X")
-    y = check_binary_labels(y, "y", coding="pm1").astype(float)
-    check_same_length(X, y, "X", "y")
-    likelihood = LabelNoiseLikelihood(0.0, 0.0) if likelihood is None else likelihood
-    epsilon0, latent_noise = site_likelihood(likelihood)
-    if isinstance(likelihood, ProbitLikelihood):
-        learn_epsilon = False
+    X, y, likelihood, epsilon0, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood,
+                                                                                       learn_epsilon)
     mask = _free_mask(kernel, fixed)
     theta0 = kernel.theta.copy()
     state = {"tau": None, "nu": None, "sweeps": 0, "ep": None}

@@ -19,6 +19,7 @@ disturb less than wall time; the headline fits report wall time. Three tables:
 ``--full`` adds the predictive rule with every candidate scored by the 48-node rule at the
 headline size (slow: (K − 1) × 48 normal CDFs per candidate per step).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,12 @@ import sys
 import time
 
 import numpy as np
+from common import FIXED_KERNEL
+from common import blas_threading
+from common import cholesky_seconds
+from common import family_table
+from common import median_seconds
 
-from common import cholesky_seconds, median_seconds
 from gpc_ref.ivm import ivm_fit
 from gpc_ref.kernels import SEKernel
 
@@ -57,7 +62,7 @@ def fit_seconds(n, s, k, selection, per_class=False, screen=False, repeats=1, cl
     kernels = [kernel] * k if per_class else kernel
 
     def fit():
-        return ivm_fit(X, t, kernels, s, selection, rng=0, n_classes=k, screen=screen)
+        return ivm_fit(kernels, X, t, n_active=s, selection=selection, rng=0, n_classes=k, screen=screen)
 
     return median_seconds(fit, repeats) if clock == "wall" else cpu_seconds(fit, repeats)
 
@@ -81,33 +86,63 @@ def scan(title, configurations, **options):
             print(f"{n:>6} {s:>5} {k:>4} {seconds:>9.3f}")
     for name in configurations:
         values, seconds = zip(*results[name])
-        print(f"slope in {name}: {slope(values, seconds):.2f} over the whole range, "
-              f"{slope(values[-2:], seconds[-2:]):.2f} between the two largest")
+        print(
+            f"slope in {name}: {slope(values, seconds):.2f} over the whole range, "
+            f"{slope(values[-2:], seconds[-2:]):.2f} between the two largest"
+        )
 
 
 def main(full=False):
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
-    configurations = {"N": ((4000, 100, 4), (4000, 8000, 16000, 32000)),
-                      "S": ((2000, 100, 4), (200, 400, 800, 1600)),
-                      "K": ((4000, 100, 4), (4, 8, 16, 32))}
-    scan("1. ADF updates (random selection, one kernel per class): expect slopes ~1 (N), ~2 (S), ~1 (K)",
-         configurations, selection="random", per_class=True)
-    scan("2. predictive rule (shared kernel, pairwise screen): scoring O(N K S) beside the updates",
-         configurations, selection="predictive", screen=True)
+    print(blas_threading())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}")
+    configurations = {
+        "N": ((4000, 100, 4), (4000, 8000, 16000, 32000)),
+        "S": ((2000, 100, 4), (200, 400, 800, 1600)),
+        "K": ((4000, 100, 4), (4, 8, 16, 32)),
+    }
+    scan(
+        "1. ADF updates (random selection, one kernel per class): expect slopes ~1 (N), ~2 (S), ~1 (K)",
+        configurations,
+        selection="random",
+        per_class=True,
+    )
+    scan(
+        "2. predictive rule (shared kernel, pairwise screen): scoring O(N K S) beside the updates",
+        configurations,
+        selection="predictive",
+        screen=True,
+    )
 
     print("\n3. N = 10,000, K = 10, S = 200")
     unit = cholesky_seconds(4000, repeats=3)
     print(f"one Cholesky of a 4000 x 4000 kernel matrix: {unit:.3f} s (x15.6 for N = 10,000 by N^3)")
-    rows = [("random, shared kernel", dict(selection="random")),
-            ("entropy, shared kernel", dict(selection="entropy")),
-            ("predictive (pairwise screen), shared kernel", dict(selection="predictive", screen=True)),
-            ("random, one kernel per class", dict(selection="random", per_class=True))]
+    rows = [
+        ("random, shared kernel", dict(selection="random")),
+        ("entropy, shared kernel", dict(selection="entropy")),
+        ("predictive (pairwise screen), shared kernel", dict(selection="predictive", screen=True)),
+        ("random, one kernel per class", dict(selection="random", per_class=True)),
+    ]
     if full:
         rows.append(("predictive (all candidates, 48 nodes), shared kernel", dict(selection="predictive")))
     for label, options in rows:
         seconds = fit_seconds(10_000, 200, 10, **options)
         print(f"{label:<55} {seconds:>8.2f} s  ({seconds / unit:.1f} Cholesky(4000))")
+    families()
+
+
+def families():
+    """The sparse IVM (S = 100, kernel learnt by G&R's importance sampling on a first pass's active set)."""
+    from gpc_ref import SparseIVM
+
+    def fixed(X, y):
+        return SparseIVM(kernel=SEKernel(*FIXED_KERNEL), n_active=100).fit(X, y)
+
+    def learn(X, y):
+        model = SparseIVM(kernel=SEKernel(), optimize=True, n_active=100).fit(X, y)
+        return model.log_marginal_likelihood_, True  # a fixed number of importance-sampling iterations
+
+    family_table("Sparse IVM, S = 100 (SparseIVM; objective: sum of log predictive probabilities)", fixed, learn,
+                 n_classes=3)  # fmt: skip
 
 
 if __name__ == "__main__":

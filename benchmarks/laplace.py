@@ -20,6 +20,7 @@ For n = 500, 1000, 2000 random 5-D inputs with noisy labels and a fixed SE kerne
 
 On a shared, loaded machine the timings fluctuate; rerun before drawing conclusions.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,12 @@ import platform
 import warnings
 
 import numpy as np
+from common import FIXED_KERNEL
+from common import blas_threading
+from common import cholesky_seconds
+from common import family_table
+from common import median_seconds
 
-from common import cholesky_seconds, median_seconds
 from gpc_ref.kernels import SEKernel
 from gpc_ref.laplace import laplace_mode
 
@@ -42,37 +47,46 @@ def make_problem(n, seed=0):
 
 def main(sizes=(500, 1000, 2000)):
     from sklearn.gaussian_process import GaussianProcessClassifier
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    from sklearn.gaussian_process.kernels import RBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
-    header = (f"{'n':>5} {'iter ours':>9} {'iter skl':>8} {'|dlogZ|':>9} {'mode ours s':>11} {'mode skl s':>10} "
-              f"{'ratio':>6} {'fit ours s':>10} {'fit skl s':>9} {'ratio':>6} {'chol s':>7} {'iter/chol':>9}")
+    print(blas_threading())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}")
+    header = (
+        f"{'n':>5} {'iter ours':>9} {'iter skl':>8} {'|dlogZ|':>9} {'mode ours s':>11} {'mode skl s':>10} "
+        f"{'ratio':>6} {'fit ours s':>10} {'fit skl s':>9} {'ratio':>6} {'chol s':>7} {'iter/chol':>9}"
+    )
     print(header)
     for n in sizes:
-        repeats = 5 if n <= 1000 else 3
-        X, y = make_problem(n)
-        kernel = SEKernel(variance=4.0, lengthscale=2.0, jitter=0.0)
-        sk_kernel = ConstantKernel(4.0, "fixed") * RBF(2.0, "fixed")
-        sk = GaussianProcessClassifier(sk_kernel, optimizer=None).fit(X, y)
-        base = sk.base_estimator_
-        K = kernel.K(X)
-        K_sk = base.kernel_(base.X_train_)
-        mode = laplace_mode(K, y)
-        # scikit-learn's iteration count: rerun its loop, counting the Cholesky calls
-        n_sk = count_sklearn_iterations(base, K_sk)
-        difference = abs(mode.log_evidence - sk.log_marginal_likelihood_value_)
-        t_mode = median_seconds(lambda: laplace_mode(K, y), repeats)
-        t_mode_sk = median_seconds(lambda: base._posterior_mode(K_sk), repeats)
-        t_fit = median_seconds(lambda: laplace_mode(kernel.K(X), y), repeats)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t_fit_sk = median_seconds(lambda: GaussianProcessClassifier(sk_kernel, optimizer=None).fit(X, y),
-                                      repeats)
-        t_chol = cholesky_seconds(n, repeats)
-        print(f"{n:>5} {mode.n_iter:>9} {n_sk:>8} {difference:>9.1e} {t_mode:>11.3f} {t_mode_sk:>10.3f} "
-              f"{t_mode / t_mode_sk:>6.2f} {t_fit:>10.3f} {t_fit_sk:>9.3f} {t_fit / t_fit_sk:>6.2f} {t_chol:>7.3f} "
-              f"{t_mode / mode.n_iter / t_chol:>9.2f}")
+        print(table_row(n, GaussianProcessClassifier, ConstantKernel(4.0, "fixed") * RBF(2.0, "fixed")), flush=True)
+    families()
+
+
+def table_row(n, GaussianProcessClassifier, sk_kernel):
+    """One row of the table: both libraries' mode search and fit on the n-point problem, timed."""
+    repeats = 5 if n <= 1000 else 3
+    X, y = make_problem(n)
+    kernel = SEKernel(variance=4.0, lengthscale=2.0, jitter=0.0)
+    sk = GaussianProcessClassifier(sk_kernel, optimizer=None).fit(X, y)
+    base = sk.base_estimator_
+    K = kernel.K(X)
+    K_sk = base.kernel_(base.X_train_)
+    mode = laplace_mode(K, y)
+    # scikit-learn's iteration count: rerun its loop, counting the Cholesky calls
+    n_sk = count_sklearn_iterations(base, K_sk)
+    difference = abs(mode.log_evidence - sk.log_marginal_likelihood_value_)
+    t_mode = median_seconds(lambda: laplace_mode(K, y), repeats)
+    t_mode_sk = median_seconds(lambda: base._posterior_mode(K_sk), repeats)
+    t_fit = median_seconds(lambda: laplace_mode(kernel.K(X), y), repeats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_fit_sk = median_seconds(lambda: GaussianProcessClassifier(sk_kernel, optimizer=None).fit(X, y), repeats)
+    t_chol = cholesky_seconds(n, repeats)
+    return (
+        f"{n:>5} {mode.n_iter:>9} {n_sk:>8} {difference:>9.1e} {t_mode:>11.3f} {t_mode_sk:>10.3f} "
+        f"{t_mode / t_mode_sk:>6.2f} {t_fit:>10.3f} {t_fit_sk:>9.3f} {t_fit / t_fit_sk:>6.2f} {t_chol:>7.3f} "
+        f"{t_mode / mode.n_iter / t_chol:>9.2f}"
+    )
 
 
 def count_sklearn_iterations(base, K):
@@ -91,6 +105,21 @@ def count_sklearn_iterations(base, K):
     finally:
         gpc.cholesky = original
     return len(calls)
+
+
+def families():
+    """Binary and softmax Laplace (ML-II, no hyperprior) beside scikit-learn's Laplace."""
+    from gpc_ref import LaplaceGPC
+
+    def fixed(X, y):
+        return LaplaceGPC(kernel=SEKernel(*FIXED_KERNEL), optimize=False).fit(X, y)
+
+    def learn(X, y):
+        model = LaplaceGPC(kernel=SEKernel(), prior=None, n_restarts=0).fit(X, y)
+        return model.log_marginal_likelihood_, model.hyperparameter_fit_.converged
+
+    family_table("Binary Laplace (LaplaceGPC, ML-II)", fixed, learn)
+    family_table("Softmax Laplace, one shared kernel (LaplaceGPC, ML-II)", fixed, learn, n_classes=3)
 
 
 if __name__ == "__main__":

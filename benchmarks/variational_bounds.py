@@ -17,16 +17,23 @@ machine (benchmarks/common.py), so the columns compare algorithms, not machines:
   (the gradient route of G&M: no factorisation, O(N²));
 - ``Newton``: one Newton step for the upper bound's dual (one Cholesky of B).
 """
+
 from __future__ import annotations
 
 import os
 import platform
 
 import numpy as np
+from common import FIXED_KERNEL
+from common import blas_threading
+from common import cholesky_seconds
+from common import family_table
+from common import median_seconds
 
-from common import cholesky_seconds, median_seconds
 from gpc_ref.kernels import SEKernel
-from gpc_ref.variational_bounds import lower_bound, optimize_upper_bound, upper_bound
+from gpc_ref.variational_bounds import lower_bound
+from gpc_ref.variational_bounds import optimize_upper_bound
+from gpc_ref.variational_bounds import upper_bound
 
 
 def problem(n, n_features=5, seed=0):
@@ -38,34 +45,55 @@ def problem(n, n_features=5, seed=0):
 
 
 def main(sizes=(100, 200, 400, 800, 1600)):
+    print(blas_threading())
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}")
     print("times in units of one Cholesky factorisation of an N×N matrix (K = 5 inputs, ARD + bias)")
     header = ["N", "chol s", "Z' grad", "Z' value", "Z'' grad", "Newton", "Newton its"]
     widths = [6, 9, 8, 8, 8, 8, 10]
     print(" ".join(f"{name:>{width}}" for name, width in zip(header, widths)))
     for n in sizes:
-        X, t, kernel = problem(n)
-        K = kernel.K(X)
-        nu = np.ones(n)
-        mu = np.full(n, 0.5)
-        unit = cholesky_seconds(n)
+        print(table_row(n), flush=True)
+    families()
 
-        def lower_with_gradients():
-            current = kernel.with_theta(kernel.theta)
-            lower_bound(current.K(X), t, nu, dK=current.gradients(X))
 
-        def lower_value():
-            lower_bound(K, t, nu, compute_gradients=False)
+def table_row(n):
+    """One row of the table: the four costs for N = n, in Cholesky units."""
+    X, t, kernel = problem(n)
+    K = kernel.K(X)
+    nu = np.ones(n)
+    mu = np.full(n, 0.5)
+    unit = cholesky_seconds(n)
 
-        def upper_with_gradient():
-            upper_bound(K, t, mu)
+    def lower_with_gradients():
+        current = kernel.with_theta(kernel.theta)
+        lower_bound(current.K(X), t, nu, dK=current.gradients(X))
 
-        newton = optimize_upper_bound(K, t)
-        repeats = 5 if n <= 800 else 3
-        seconds = [median_seconds(f, repeats) for f in (lower_with_gradients, lower_value, upper_with_gradient)]
-        newton_step = median_seconds(lambda: optimize_upper_bound(K, t), repeats) / newton.n_iterations
-        ratios = [s / unit for s in seconds] + [newton_step / unit]
-        print(f"{n:>6} {unit:>9.4f} " + " ".join(f"{r:>8.2f}" for r in ratios) + f" {newton.n_iterations:>10d}")
+    def lower_value():
+        lower_bound(K, t, nu, compute_gradients=False)
+
+    def upper_with_gradient():
+        upper_bound(K, t, mu)
+
+    newton = optimize_upper_bound(K, t)
+    repeats = 5 if n <= 800 else 3
+    seconds = [median_seconds(f, repeats) for f in (lower_with_gradients, lower_value, upper_with_gradient)]
+    newton_step = median_seconds(lambda: optimize_upper_bound(K, t), repeats) / newton.n_iterations
+    ratios = [s / unit for s in seconds] + [newton_step / unit]
+    return f"{n:>6} {unit:>9.4f} " + " ".join(f"{r:>8.2f}" for r in ratios) + f" {newton.n_iterations:>10d}"
+
+
+def families():
+    """Gibbs & MacKay's bounds (lower bound maximised jointly over ν and θ) beside scikit-learn's Laplace."""
+    from gpc_ref import VariationalBoundsGPC
+
+    def fixed(X, y):
+        return VariationalBoundsGPC(kernel=SEKernel(*FIXED_KERNEL), optimize=False).fit(X, y)
+
+    def learn(X, y):
+        model = VariationalBoundsGPC(kernel=SEKernel()).fit(X, y)
+        return model.log_marginal_likelihood_, model.hyperparameter_fit_.converged
+
+    family_table("Variational bounds (VariationalBoundsGPC; objective: log Z')", fixed, learn)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,41 @@
 """gpc_ref: plain reference implementations of the Gaussian process classifiers derived in the book.
 
-Each method is a plain function whose body follows the paper's equations
-(see the module docstrings for the equation numbers); the estimators in
-:mod:`gpc_ref.classifiers` wrap them with a scikit-learn-like interface.
+Each method is a plain function whose body follows the paper's equations (the module docstrings
+give the equation numbers); the six estimators wrap them with one scikit-learn-style contract
+(:mod:`gpc_ref.classifiers`).
 
-Modules: kernels, linalg, likelihoods, datasets, metrics, validation,
-laplace, hmc, variational_bounds, ep, vb_probit, gibbs, ivm, exact,
-classifiers, plotting (the only one that needs matplotlib).
+Modules: kernels, linalg, likelihoods, gaussian_integrals, hyperparameters, laplace,
+laplace_multiclass, hmc, variational_bounds, ep, vb_probit, gibbs, ivm, exact, datasets, metrics,
+validation, progress, classifiers, plotting (the only one that needs matplotlib).
 """
-from .kernels import SEKernel
 
-__version__ = "0.1.0"
-__all__ = ["SEKernel", "__version__"]
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
+from .classifiers import EPGPC
+from .classifiers import GibbsProbitGPC
+from .classifiers import LaplaceGPC
+from .classifiers import SparseIVM
+from .classifiers import VariationalBoundsGPC
+from .classifiers import VBProbitGPC
+from .kernels import SEKernel
+from .validation import ConvergenceWarning
+from .validation import NotFittedError
+
+try:
+    __version__ = _version("gpc_ref")  # the version is written once, in pyproject.toml
+except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
+    __version__ = "unknown"
+
+__all__ = [
+    "LaplaceGPC",
+    "VariationalBoundsGPC",
+    "EPGPC",
+    "VBProbitGPC",
+    "GibbsProbitGPC",
+    "SparseIVM",
+    "SEKernel",
+    "ConvergenceWarning",
+    "NotFittedError",
+    "__version__",
+]

@@ -1,4 +1,4 @@
-r"""Expectation propagation (EP) for binary GP classification, and the EM-EP algorithm of Kim & Ghahramani.
+r"""Expectation propagation (EP) for binary GP classification (Kim & Ghahramani; GPML §3.6).
 
 EP replaces every likelihood term :math:`p(y_i|f_i)` by an unnormalised Gaussian *site*
 :math:`\tilde t_i(f_i) \propto \exp(\tilde\nu_i f_i - \tfrac12\tilde\tau_i f_i^2)` chosen so that the
@@ -21,6 +21,9 @@ One likelihood family covers both models of the chapter:
   the same EP fixed point and evidence (tested), so ``LabelNoiseLikelihood(epsilon, v)`` with
   :math:`s = v > 0` is accepted too.
 
+Learning the hyperparameters (EM-EP and direct maximisation of the EP evidence) is in
+:mod:`gpc_ref.ep_learning`.
+
 Notation (book symbol ← code name; Kim & Ghahramani's symbol in brackets). The docstrings write
 :math:`C` for the prior covariance, as K&G do; the chapter writes :math:`K`.
 
@@ -41,8 +44,6 @@ Notation (book symbol ← code name; Kim & Ghahramani's symbol in brackets). The
 - :math:`\epsilon` ← ``epsilon``: labelling-error rate; :math:`s` ← ``latent_noise``: noise variance
   inside the likelihood (0 for K&G's step, whose noise :math:`v_2` sits in :math:`C`).
 - :math:`\log Z_{EP}` ← ``log_evidence``: EP approximation to the log evidence (K&G eq 12).
-- :math:`\mathcal F` ← ``F``: K&G's variational lower bound (eqs 13, 15); :math:`\mathcal F_{\Theta_{cov}}` ←
-  ``F_cov``, its prior term and the M-step objective (eq 16).
 
 References
 ----------
@@ -56,6 +57,7 @@ References
   evidence), Algorithms 3.5 (EP, B = I + S̃½CS̃½) and 3.6 (predictions); eq 5.27 (evidence gradient).
 - [KR05] Kuss & Rasmussen (2005): EP against Laplace and long MCMC runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,53 +65,64 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from numpy.typing import ArrayLike
+from scipy.linalg import lapack
 from scipy.linalg.blas import dger
-from scipy.special import expit, log_ndtr, ndtr
+from scipy.special import log_ndtr
+from scipy.special import ndtr
 
 from .kernels import SEKernel
-from .likelihoods import LabelNoiseLikelihood, ProbitLikelihood, gauss_hermite_expectation
-from .linalg import JitterWarning, cho_solve, cholesky, solve_lower
-from .validation import check_binary_labels, check_matrix, check_positive, check_same_length, check_vector
+from .likelihoods import LabelNoiseLikelihood
+from .likelihoods import ProbitLikelihood
+from .linalg import cho_solve
+from .linalg import cholesky
+from .linalg import solve_lower
+from .threads import limited_blas_threads
+from .validation import ConvergenceWarning
+from .validation import check_binary_labels
+from .validation import check_choice
+from .validation import check_covariance
+from .validation import check_covariance_derivatives
+from .validation import check_positive
+from .validation import check_positive_int
+from .validation import check_probability
+from .validation import check_vector
 
 __all__ = [
-    "EPConvergenceWarning",
     "TiltedMoments",
     "EPResult",
     "EPPrediction",
-    "VariationalBound",
-    "EMEPResult",
-    "EvidenceFitResult",
     "site_likelihood",
     "tilted_moments",
     "posterior_from_sites",
     "ep_log_evidence",
     "expectation_propagation",
-    "gradient_traces",
+    "site_marginals",
+    "expectation_propagation_with_fallback",
     "ep_evidence_gradient",
     "ep_epsilon_gradient",
     "ep_predict",
-    "variational_bound",
-    "m_step_objective",
-    "epsilon_from_errors",
-    "epsilon_from_expected_errors",
-    "em_ep",
-    "maximize_ep_evidence",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-class EPConvergenceWarning(UserWarning):
-    """EP (or EM-EP) stopped at its iteration limit before its convergence test was met."""
-
-
 # ===================================================================== the site likelihood
-def site_likelihood(likelihood):
+def site_likelihood(likelihood: ProbitLikelihood | LabelNoiseLikelihood) -> tuple[float, float]:
     r"""Return ``(epsilon, s)`` of :math:`p(y|f) = \epsilon + (1-2\epsilon)\Phi(yf/\sqrt s)`.
 
     ``ProbitLikelihood()`` is :math:`(0, 1)`; ``LabelNoiseLikelihood(epsilon, latent_noise)`` is
     :math:`(\epsilon, \text{latent\_noise})`, where ``latent_noise = 0`` is K&G's step :math:`H(yf)`.
+
+    Parameters
+    ----------
+    likelihood : ProbitLikelihood or LabelNoiseLikelihood
+        Any other likelihood raises ``ValueError``.
+
+    Returns
+    -------
+    epsilon, latent_noise : float
+        The labelling-error rate :math:`\epsilon` and the noise variance :math:`s` inside :math:`\Phi`.
     """
     if isinstance(likelihood, ProbitLikelihood):
         return 0.0, 1.0
@@ -135,7 +148,9 @@ class TiltedMoments:
     beta: np.ndarray
 
 
-def tilted_moments(y, mean_cav, var_cav, epsilon=0.0, latent_noise=1.0):
+def tilted_moments(
+    y: ArrayLike, mean_cav: ArrayLike, var_cav: ArrayLike, *, epsilon: float = 0.0, latent_noise: float = 1.0
+) -> TiltedMoments:
     r"""Moments of :math:`p(y|f)\,N(f|\mu_{-i},\sigma^2_{-i})` for :math:`p(y|f)=\epsilon+(1-2\epsilon)\Phi(yf/\sqrt s)`.
 
     With :math:`\kappa = \sqrt{s + \sigma^2_{-i}}`, :math:`z = y\mu_{-i}/\kappa` and
@@ -149,6 +164,20 @@ def tilted_moments(y, mean_cav, var_cav, epsilon=0.0, latent_noise=1.0):
     space, so a cavity that predicts the wrong label with :math:`z = -40` still gives finite
     numbers. For :math:`\epsilon > 0`, :math:`\beta_i` is negative when :math:`z` is far below 0:
     the tilted distribution is then *wider* than the cavity.
+
+    Parameters
+    ----------
+    y : array_like
+        Labels in {−1, +1}, used as given (not checked: this is the inner step of EP).
+    mean_cav, var_cav : array_like
+        Cavity means :math:`\mu_{-i}` and variances :math:`\sigma^2_{-i}`; all three broadcast.
+    epsilon, latent_noise : float
+        :math:`\epsilon` and :math:`s` of the likelihood (:func:`site_likelihood`).
+
+    Returns
+    -------
+    TiltedMoments
+        :math:`\log Z_i, \alpha_i, \beta_i` with the broadcast shape of the inputs.
     """
     y = np.asarray(y, dtype=float)
     mean_cav = np.asarray(mean_cav, dtype=float)
@@ -192,12 +221,11 @@ def _tilted_scalar(y, mean_cav, var_cav, log_epsilon, log_scale, latent_noise):
 
 
 # ===================================================================== the posterior from the sites
-def posterior_from_sites(K, tau, nu, need_R=True):
+def posterior_from_sites(
+    K: np.ndarray, tau: np.ndarray, nu: np.ndarray, *, need_R: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
     r"""Posterior :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)`, :math:`\Sigma = (C^{-1} + \tilde T)^{-1}`,
     :math:`\boldsymbol\mu = \Sigma\tilde{\boldsymbol\nu}`, without inverting :math:`C`.
-
-    Returns ``(Sigma, mu, R, log_det)`` with :math:`R = C^{-1} - C^{-1}\Sigma C^{-1}` (``None`` unless
-    ``need_R``) and ``log_det`` = :math:`\log|I + \tilde T C|`.
 
     - All :math:`\tilde\tau_i \ge 0` (always so for the probit and for :math:`\epsilon = 0`):
       GPML Alg. 3.5, :math:`B = I + \tilde S^{1/2}C\tilde S^{1/2} = LL^T`,
@@ -207,6 +235,24 @@ def posterior_from_sites(K, tau, nu, need_R=True):
       :math:`M = I + L_C^T\tilde T L_C = L_ML_M^T` is positive definite exactly when :math:`q` is a proper
       Gaussian; :math:`\Sigma = W^TW`, :math:`W = L_M^{-1}L_C^T`, and :math:`R = \tilde T - \tilde T\Sigma\tilde T`.
       If :math:`M` is not positive definite, the factorisation raises ``LinAlgError``.
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance :math:`C` (not checked).
+    tau, nu : ndarray (n,)
+        Site parameters :math:`\tilde\tau_i, \tilde\nu_i`.
+    need_R : bool
+        Also form :math:`R` (the EP sweeps need only :math:`\Sigma` and :math:`\boldsymbol\mu`).
+
+    Returns
+    -------
+    Sigma : ndarray (n, n)
+    mu : ndarray (n,)
+    R : ndarray (n, n) or None
+        :math:`C^{-1} - C^{-1}\Sigma C^{-1}`; ``None`` unless ``need_R``.
+    log_det : float
+        :math:`\log|I + \tilde T C|`.
     """
     n = K.shape[0]
     eye = np.eye(n)
@@ -241,7 +287,16 @@ def _cavities(Sigma, mu, tau, nu):
     return tau_cav, nu_cav
 
 
-def ep_log_evidence(K, y, tau, nu, epsilon=0.0, latent_noise=1.0, posterior=None):
+def ep_log_evidence(
+    K: np.ndarray,
+    y: np.ndarray,
+    tau: np.ndarray,
+    nu: np.ndarray,
+    *,
+    epsilon: float = 0.0,
+    latent_noise: float = 1.0,
+    posterior: tuple[np.ndarray, np.ndarray, np.ndarray | None, float] | None = None,
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
     r"""EP approximation to :math:`\log p(\mathbf y|X,\theta)` (K&G eq 12) in a stable form.
 
     With the cavities taken from the current posterior,
@@ -252,7 +307,25 @@ def ep_log_evidence(K, y, tau, nu, epsilon=0.0, latent_noise=1.0, posterior=None
     which is K&G's :math:`\log\bigl(|\Lambda|^{1/2}|C+\Lambda|^{-1/2}e^{B/2}\prod_i s_i\bigr)` rewritten in the
     site natural parameters (GPML eq 3.65 in another arrangement): no infinite site variance
     :math:`v_i = 1/\tilde\tau_i` appears, and negative :math:`\tilde\tau_i` are allowed.
-    Returns ``(log_evidence, log_Z, tau_cav, nu_cav)``.
+    Raises ``FloatingPointError`` if a cavity has non-positive precision.
+
+    Parameters
+    ----------
+    K, tau, nu
+        As in :func:`posterior_from_sites`.
+    y : ndarray (n,)
+        Labels in {−1, +1}.
+    epsilon, latent_noise : float
+        As in :func:`tilted_moments`.
+    posterior : tuple, optional
+        ``posterior_from_sites(K, tau, nu)`` if already computed (``R`` may be ``None``).
+
+    Returns
+    -------
+    log_evidence : float
+        :math:`\log Z_{EP}`.
+    log_Z, tau_cav, nu_cav : ndarray (n,)
+        Tilted log normalisers and cavity natural parameters :math:`\tau_{-i}, \nu_{-i}`.
     """
     if posterior is None:
         posterior = posterior_from_sites(K, tau, nu)
@@ -264,7 +337,7 @@ def ep_log_evidence(K, y, tau, nu, epsilon=0.0, latent_noise=1.0, posterior=None
             "the EP evidence is undefined at these site parameters (try damping)"
         )
     mean_cav, var_cav = nu_cav / tau_cav, 1.0 / tau_cav
-    log_Z = tilted_moments(y, mean_cav, var_cav, epsilon, latent_noise).log_Z
+    log_Z = tilted_moments(y, mean_cav, var_cav, epsilon=epsilon, latent_noise=latent_noise).log_Z
     # K&G eq 12 with s_i written out (see the docstring); GPML eq 3.65
     terms = log_Z + 0.5 * np.log1p(tau / tau_cav) + 0.5 * tau_cav * mean_cav * (mean_cav - mu)
     return float(np.sum(terms) - 0.5 * log_det), log_Z, tau_cav, nu_cav
@@ -296,11 +369,14 @@ class EPResult:
         Sweeps through the sites that were run.
     converged : bool
     max_change : float
-        Largest relative change of a site parameter in the last sweep.
+        Largest relative change of a site parameter in the last sweep (for the parallel schedule, of
+        the undamped update: the fixed-point residual).
     n_skipped : int
         Site updates skipped because a cavity had non-positive precision.
     log_det : float
         :math:`\log|I + \tilde TC|`, so that :math:`\log|\Sigma| = \log|C| - \log|I + \tilde TC|`.
+    schedule : {"sequential", "parallel"}
+        How the sites were updated.
     """
 
     tau: np.ndarray
@@ -320,28 +396,149 @@ class EPResult:
     max_change: float
     n_skipped: int
     log_det: float
+    schedule: str = "sequential"
 
 
-def _check_ep_inputs(K, y, damping, tol, max_sweeps):
-    K = check_matrix(K, "K")
-    if K.shape[0] != K.shape[1]:
-        raise ValueError(f"K must be a square covariance matrix; got shape {K.shape}")
-    y = check_binary_labels(y, "y", coding="pm1")
-    if y.shape[0] != K.shape[0]:
-        raise ValueError(f"y has {y.shape[0]} labels but K is {K.shape[0]}×{K.shape[0]}")
-    if not 0.0 < float(damping) <= 1.0:
-        raise ValueError(f"damping must lie in (0, 1]; got {damping}")
-    check_positive(tol, "tol")
-    if int(max_sweeps) < 1:
-        raise ValueError(f"max_sweeps must be a positive integer; got {max_sweeps}")
-    return K, y.astype(float)
+def site_marginals(K: ArrayLike, tau: ArrayLike, nu: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    r"""Marginal variances :math:`\operatorname{diag}\Sigma` and mean :math:`\boldsymbol\mu` of :math:`q(\mathbf f)`,
+    without forming :math:`\Sigma`: all that a parallel EP sweep needs.
+
+    With all :math:`\tilde\tau_i \ge 0`: :math:`B = I + \tilde S^{1/2}K\tilde S^{1/2} = LL^T` (GPML Alg. 3.5) and,
+    by the Woodbury identity, :math:`\tilde S^{1/2}\Sigma\tilde S^{1/2} = I - B^{-1}`, so
+    :math:`\Sigma_{ii} = (1 - (B^{-1})_{ii})/\tilde\tau_i` with :math:`\operatorname{diag}B^{-1}` the squared
+    column norms of :math:`L^{-1}`: one Cholesky and one triangular inverse instead of the triangular
+    solve :math:`L^{-1}\tilde S^{1/2}K`. Where :math:`\tilde\tau_i k_{ii} < 10^{-4}` that difference would
+    cancel, and :math:`\Sigma_{ii} = k_{ii} - \|L^{-1}\tilde S^{1/2}\mathbf k_i\|^2` is used instead.
+    With negative site precisions, the :math:`M` form of :func:`posterior_from_sites`.
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance.
+    tau, nu : ndarray (n,)
+        Site natural parameters.
+
+    Returns
+    -------
+    var, mu : ndarrays (n,)
+    """
+    K = np.asarray(K, dtype=float)
+    tau, nu = np.asarray(tau, dtype=float), np.asarray(nu, dtype=float)
+    if np.all(tau >= 0):
+        sqrt_tau = np.sqrt(tau)
+        # GPML Alg. 3.5: B = I + S̃½ K S̃½ = L Lᵀ
+        B = sqrt_tau[:, None] * K * sqrt_tau[None, :]
+        B[np.diag_indices_from(B)] += 1.0
+        L_inverse = lapack.dtrtri(cholesky(B, name="B = I + S½KS½").L, lower=1)[0]
+        # S̃½ Σ S̃½ = I − B⁻¹ (Woodbury), so Σ_ii = (1 − (B⁻¹)_ii)/τ̃_i with diag B⁻¹ from the columns of L⁻¹;
+        # where τ̃_i k_ii is tiny that difference cancels, and Σ_ii = k_ii − ‖L⁻¹S̃½k_i‖² is used instead
+        B_inverse_diagonal = np.einsum("ij,ij->j", L_inverse, L_inverse)
+        k_diag = np.diag(K)
+        direct = tau * k_diag < 1e-4
+        var = np.divide(1.0 - B_inverse_diagonal, tau, out=np.zeros_like(tau), where=~direct)
+        if np.any(direct):
+            V = L_inverse @ (sqrt_tau[:, None] * K[:, direct])
+            var[direct] = k_diag[direct] - np.einsum("ij,ij->j", V, V)
+        # μ = Σ ν̃ = K ν̃ − K S̃½ B⁻¹ S̃½ K ν̃
+        K_nu = K @ nu
+        w = L_inverse @ (sqrt_tau * K_nu)
+        return var, K_nu - K @ (sqrt_tau * (L_inverse.T @ w))
+    Sigma, mu, _, _ = posterior_from_sites(K, tau, nu, need_R=False)
+    return np.diag(Sigma).copy(), mu
 
 
-def expectation_propagation(K, y, likelihood=None, tau=None, nu=None, damping=1.0, tol=1e-6,
-                            max_sweeps=100, warn=True):
-    r"""Sequential EP for binary GP classification (K&G §3 steps 1–4; GPML Algorithm 3.5).
+def _sequential_sweep(K, y, tau, nu, damping, epsilon, latent_noise):
+    """One sweep of sequential EP (K&G §3 steps 1–4) from q recomputed from the sites; returns (tau, nu, skipped)."""
+    Sigma, mu, _, _ = posterior_from_sites(K, tau, nu, need_R=False)
+    # Σ is symmetric, so its Fortran-ordered copy can take BLAS rank-one updates in place
+    Sigma = np.asfortranarray(Sigma)
+    log_epsilon = math.log(epsilon) if epsilon > 0 else -math.inf
+    log_scale = math.log1p(-2.0 * epsilon)
+    # (Python floats in the inner loop: numpy scalars would triple its cost)
+    tau_list, nu_list, y_list = tau.tolist(), nu.tolist(), y.tolist()
+    skipped = 0
+    for i in range(K.shape[0]):
+        sigma_ii, mu_i = float(Sigma[i, i]), float(mu[i])
+        # K&G step 1; GPML eq 3.56: the cavity q_{−i}(f_i)
+        tau_cav = 1.0 / sigma_ii - tau_list[i]
+        nu_cav = mu_i / sigma_ii - nu_list[i]
+        if not tau_cav > 0:
+            skipped += 1
+            continue
+        mean_cav, var_cav = nu_cav / tau_cav, 1.0 / tau_cav
+        # K&G step 2; GPML eq 3.58: moments of the tilted distribution (tilted_moments, one site)
+        alpha, beta = _tilted_scalar(y_list[i], mean_cav, var_cav, log_epsilon, log_scale, latent_noise)
+        denominator = 1.0 - var_cav * beta
+        if not (math.isfinite(alpha) and denominator > 0):
+            skipped += 1
+            continue
+        # K&G step 3; GPML eq 3.59: the site that matches the tilted mean and variance
+        tau_new = damping * (beta / denominator) + (1.0 - damping) * tau_list[i]
+        nu_new = damping * ((alpha + mean_cav * beta) / denominator) + (1.0 - damping) * nu_list[i]
+        delta_tau, delta_nu = tau_new - tau_list[i], nu_new - nu_list[i]
+        tau_list[i], nu_list[i] = tau_new, nu_new
+        # K&G step 4 as a rank-one update (GPML Alg. 3.5): Σ ← Σ − c s sᵀ, μ ← Σ ν̃
+        s = Sigma[:, i].copy()
+        c = delta_tau / (1.0 + delta_tau * sigma_ii)
+        Sigma = dger(-c, s, s, a=Sigma, overwrite_a=True)
+        mu += (delta_nu * (1.0 - c * sigma_ii) - c * mu_i) * s
+    return np.array(tau_list), np.array(nu_list), skipped
 
-    Each sweep visits the sites :math:`i = 1..n` in order and for each
+
+def _parallel_sweep(K, y, tau, nu, damping, epsilon, latent_noise, marginals):
+    """One sweep of parallel EP: every site updated from the same q (its marginals given); returns
+    (tau, nu, skipped, marginals of the new q, the damping used, the undamped relative change of the sites)."""
+    var, mu = marginals
+    # K&G step 1 / GPML eq 3.56 for all sites at once: the cavities of the current q
+    tau_cav = 1.0 / var - tau
+    nu_cav = mu / var - nu
+    valid = tau_cav > 0
+    safe_tau_cav = np.where(valid, tau_cav, 1.0)
+    mean_cav, var_cav = nu_cav / safe_tau_cav, 1.0 / safe_tau_cav
+    # K&G step 2 / GPML eq 3.58: the tilted moments of every site
+    moments = tilted_moments(y, mean_cav, var_cav, epsilon=epsilon, latent_noise=latent_noise)
+    denominator = 1.0 - var_cav * moments.beta
+    valid &= np.isfinite(moments.alpha) & (denominator > 0)
+    denominator = np.where(valid, denominator, 1.0)
+    # K&G step 3 / GPML eq 3.59; invalid sites keep their values
+    tau_full = np.where(valid, moments.beta / denominator, tau)
+    nu_full = np.where(valid, (moments.alpha + mean_cav * moments.beta) / denominator, nu)
+    # the damped step in the natural parameters; with negative site precisions (a likelihood that is not
+    # log-concave) a full step can make q improper, and then the step is halved until q is proper
+    for _ in range(40):
+        tau_new = tau + damping * (tau_full - tau)
+        nu_new = nu + damping * (nu_full - nu)
+        try:
+            marginals = site_marginals(K, tau_new, nu_new)
+        except np.linalg.LinAlgError:
+            marginals = None
+        if marginals is not None and np.all(marginals[0] > 0):
+            # the fixed-point residual: the undamped change of the sites
+            residual = float(max(np.max(np.abs(tau_full - tau) / (1.0 + np.abs(tau))),
+                                 np.max(np.abs(nu_full - nu) / (1.0 + np.abs(nu)))))  # fmt: skip
+            return tau_new, nu_new, int(np.sum(~valid)), marginals, damping, residual
+        damping *= 0.5
+    raise FloatingPointError("parallel EP: no damped step from these sites keeps q(f) proper")
+
+
+@limited_blas_threads
+def expectation_propagation(
+    K: ArrayLike,
+    y: ArrayLike,
+    *,
+    likelihood: ProbitLikelihood | LabelNoiseLikelihood | None = None,
+    tau: ArrayLike | None = None,
+    nu: ArrayLike | None = None,
+    schedule: str = "sequential",
+    damping: float = 1.0,
+    tol: float = 1e-6,
+    max_sweeps: int = 100,
+    warn: bool = True,
+) -> EPResult:
+    r"""EP for binary GP classification, sequential (K&G §3 steps 1–4; GPML Algorithm 3.5) or parallel.
+
+    **Sequential** (``schedule="sequential"``, K&G's algorithm): each sweep visits the sites
+    :math:`i = 1..n` in order and for each
 
     1. forms the cavity :math:`\tau_{-i} = \sigma_i^{-2} - \tilde\tau_i`,
        :math:`\nu_{-i} = \sigma_i^{-2}\mu_i - \tilde\nu_i` (K&G step 1, GPML eq 3.56);
@@ -353,12 +550,23 @@ def expectation_propagation(K, y, likelihood=None, tau=None, nu=None, damping=1.
        optionally damped, :math:`\tilde\tau_i \leftarrow \delta\,\tilde\tau_i^{new} + (1-\delta)\tilde\tau_i^{old}`;
     4. updates the posterior by the rank-one formula
        :math:`\Sigma \leftarrow \Sigma - \frac{\Delta\tilde\tau_i}{1 + \Delta\tilde\tau_i\Sigma_{ii}}\mathbf s_i\mathbf s_i^T`
-       (K&G step 4 without re-inverting :math:`C^{-1} + \Lambda^{-1}`; GPML Alg. 3.5).
+       (K&G step 4 without re-inverting :math:`C^{-1} + \Lambda^{-1}`; GPML Alg. 3.5);
 
-    After every sweep :math:`\Sigma, \boldsymbol\mu` are recomputed from the sites
-    (:func:`posterior_from_sites`) to stop rounding errors accumulating. EP stops when no site
-    parameter changed by more than ``tol`` × (1 + its size) in a sweep; otherwise, after
-    ``max_sweeps``, an :class:`EPConvergenceWarning` names the sweep count.
+    and :math:`\Sigma, \boldsymbol\mu` are recomputed from the sites before every sweep
+    (:func:`posterior_from_sites`) so that rounding errors do not accumulate.
+
+    **Parallel** (``schedule="parallel"``; Minka 2001, van Gerven et al. 2010, GPstuff's parallel EP):
+    steps 1–3 for all sites at once from the same :math:`q`, then one recomputation of the marginals
+    (:func:`site_marginals`: one Cholesky and one triangular solve per sweep instead of :math:`n`
+    memory-bound rank-one updates). Its fixed points are those of sequential EP; it may oscillate
+    where sequential EP does not, so whenever a sweep changes the sites more than the sweep before,
+    the damping is multiplied by 0.7 (down to 0.05), and a step that would make :math:`q` improper
+    (possible with negative site precisions) is halved until it does not; damping does not move the
+    fixed points.
+
+    EP stops when no site parameter changed by more than ``tol`` × (1 + its size) in a sweep (the
+    fixed-point residual); otherwise, after ``max_sweeps``, a :class:`ConvergenceWarning` names the
+    sweep count.
 
     Parameters
     ----------
@@ -370,120 +578,105 @@ def expectation_propagation(K, y, likelihood=None, tau=None, nu=None, damping=1.
         Default ``ProbitLikelihood()``.
     tau, nu : ndarray (n,), optional
         Initial sites (a warm start); default 0, i.e. :math:`q` = prior (K&G: :math:`v_i = \infty`).
+    schedule : {"sequential", "parallel"}
+        Update the sites one at a time (K&G) or all from the same :math:`q`.
     damping : float in (0, 1]
-        1 is plain EP; smaller values help when negative site precisions make EP oscillate.
-    tol, max_sweeps : convergence test and limit.
+        1 is plain EP; smaller values help when negative site precisions (or the parallel schedule)
+        make EP oscillate.
+    tol : float
+        Largest relative change of a site parameter in a sweep that counts as converged.
+    max_sweeps : int
+        Sweeps before giving up.
     warn : bool
         Issue the non-convergence warning (``False`` inside optimisers that check ``converged``).
 
     Returns
     -------
     EPResult
+
+    References
+    ----------
+    [KG03] §3; [GPML] Alg. 3.5; [Minka01] ch. 3; [vGerven10] van Gerven, Cseke, de Lange & Heskes
+    (2010), *Efficient Bayesian multivariate fMRI analysis using a sparsifying spatio-temporal prior*,
+    NeuroImage 50 (parallel EP updates); [GPstuff] Vanhatalo et al. (2013), JMLR 14.
     """
     likelihood = ProbitLikelihood() if likelihood is None else likelihood
     epsilon, latent_noise = site_likelihood(likelihood)
-    K, y = _check_ep_inputs(K, y, damping, tol, max_sweeps)
+    K = check_covariance(K, "K")
+    y = check_binary_labels(y, "y", coding="pm1", length=K.shape[0])
+    check_choice(schedule, "schedule", ("sequential", "parallel"))
+    check_probability(damping, "damping", open_low=True)
+    check_positive(tol, "tol")
+    check_positive_int(max_sweeps, "max_sweeps")
     n = K.shape[0]
+    # K&G initialisation v_i = ∞, m_i = 0: q is the prior (or the warm start's sites)
     tau = np.zeros(n) if tau is None else check_vector(tau, "tau", length=n).copy()
     nu = np.zeros(n) if nu is None else check_vector(nu, "nu", length=n).copy()
-    # K&G initialisation v_i = ∞, m_i = 0: q is the prior; a warm start recomputes q from the sites
-    Sigma, mu, _, _ = posterior_from_sites(K, tau, nu, need_R=False)
-    n_skipped = 0
-    converged = False
-    max_change = np.inf
-    log_epsilon = math.log(epsilon) if epsilon > 0 else -math.inf
-    log_scale = math.log1p(-2.0 * epsilon)
+    n_skipped, converged, max_change = 0, False, np.inf
+    # the parallel schedule carries the marginals of q from one sweep to the next
+    marginals = site_marginals(K, tau, nu) if schedule == "parallel" else None
+    largest_damping = damping
     for sweep in range(1, int(max_sweeps) + 1):
-        tau_before, nu_before = tau.copy(), nu.copy()
-        # Σ is symmetric, so its Fortran-ordered copy can take BLAS rank-one updates in place
-        Sigma = np.asfortranarray(Sigma)
-        # (Python floats in the inner loop: numpy scalars would triple its cost)
-        tau_list, nu_list, y_list = tau.tolist(), nu.tolist(), y.tolist()
-        for i in range(n):
-            sigma_ii, mu_i = float(Sigma[i, i]), float(mu[i])
-            # K&G step 1; GPML eq 3.56: the cavity q_{−i}(f_i)
-            tau_cav = 1.0 / sigma_ii - tau_list[i]
-            nu_cav = mu_i / sigma_ii - nu_list[i]
-            if not tau_cav > 0:
-                n_skipped += 1
-                continue
-            mean_cav, var_cav = nu_cav / tau_cav, 1.0 / tau_cav
-            # K&G step 2; GPML eq 3.58: moments of the tilted distribution (tilted_moments, one site)
-            alpha, beta = _tilted_scalar(y_list[i], mean_cav, var_cav, log_epsilon, log_scale, latent_noise)
-            denominator = 1.0 - var_cav * beta
-            if not (math.isfinite(alpha) and denominator > 0):
-                n_skipped += 1
-                continue
-            # K&G step 3; GPML eq 3.59: the site that matches the tilted mean and variance
-            tau_new = beta / denominator
-            nu_new = (alpha + mean_cav * beta) / denominator
-            tau_new = damping * tau_new + (1.0 - damping) * tau_list[i]
-            nu_new = damping * nu_new + (1.0 - damping) * nu_list[i]
-            delta_tau, delta_nu = tau_new - tau_list[i], nu_new - nu_list[i]
-            tau_list[i], nu_list[i] = tau_new, nu_new
-            # K&G step 4 as a rank-one update (GPML Alg. 3.5): Σ ← Σ − c s sᵀ, μ ← Σ ν̃
-            s = Sigma[:, i].copy()
-            c = delta_tau / (1.0 + delta_tau * sigma_ii)
-            Sigma = dger(-c, s, s, a=Sigma, overwrite_a=True)
-            mu += (delta_nu * (1.0 - c * sigma_ii) - c * mu_i) * s
-        tau, nu = np.array(tau_list), np.array(nu_list)
-        # recompute q from the sites (GPML Alg. 3.5, end of sweep)
-        Sigma, mu, _, _ = posterior_from_sites(K, tau, nu, need_R=False)
-        max_change = float(max(np.max(np.abs(tau - tau_before) / (1.0 + np.abs(tau_before))),
-                               np.max(np.abs(nu - nu_before) / (1.0 + np.abs(nu_before)))))
+        tau_before, nu_before, change_before = tau, nu, max_change
+        if schedule == "parallel":
+            tau, nu, skipped, marginals, damping, max_change = _parallel_sweep(
+                K, y, tau, nu, damping, epsilon, latent_noise, marginals
+            )
+        else:
+            tau, nu, skipped = _sequential_sweep(K, y, tau, nu, damping, epsilon, latent_noise)
+            max_change = float(max(np.max(np.abs(tau - tau_before) / (1.0 + np.abs(tau_before))),
+                                   np.max(np.abs(nu - nu_before) / (1.0 + np.abs(nu_before)))))  # fmt: skip
+        n_skipped += skipped
         if max_change <= tol:
             converged = True
             break
+        if schedule == "parallel":
+            # the parallel updates overshoot (oscillation) when the residual grows: damp them more; when it
+            # shrinks, relax the damping back towards the requested one. Damping does not move the fixed points.
+            if max_change > change_before:
+                damping = max(0.7 * damping, 0.05)
+            else:
+                damping = min(damping / 0.9, largest_damping)
     if not converged and warn:
         warnings.warn(
-            f"EP did not converge in {sweep} sweeps: the largest relative site change in the last sweep "
-            f"was {max_change:.3g} (tol {tol:g}); try damping < 1 or more sweeps",
-            EPConvergenceWarning,
+            f"EP ({schedule}) did not converge in {sweep} sweeps: the largest relative site change in the last "
+            f"sweep was {max_change:.3g} (tol {tol:g}); try damping < 1 or more sweeps",
+            ConvergenceWarning,
             stacklevel=2,
         )
     posterior = posterior_from_sites(K, tau, nu)
     Sigma, mu, R, log_det = posterior
-    log_evidence, log_Z, tau_cav, nu_cav = ep_log_evidence(K, y, tau, nu, epsilon, latent_noise, posterior)
+    log_evidence, log_Z, tau_cav, nu_cav = ep_log_evidence(
+        K, y, tau, nu, epsilon=epsilon, latent_noise=latent_noise, posterior=posterior
+    )
     # a = C⁻¹μ = ν̃ − T̃μ (from Σ⁻¹μ = ν̃); K&G eq 11 writes μ = C diag(y) α
     a = nu - tau * mu
-    return EPResult(tau=tau, nu=nu, mu=mu, Sigma=Sigma, a=a, R=R, log_evidence=log_evidence, log_Z=log_Z,
-                    mean_cav=nu_cav / tau_cav, var_cav=1.0 / tau_cav, epsilon=epsilon,
-                    latent_noise=latent_noise, n_sweeps=sweep, converged=converged, max_change=max_change,
-                    n_skipped=n_skipped, log_det=log_det)
+    return EPResult(
+        tau=tau,
+        nu=nu,
+        mu=mu,
+        Sigma=Sigma,
+        a=a,
+        R=R,
+        log_evidence=log_evidence,
+        log_Z=log_Z,
+        mean_cav=nu_cav / tau_cav,
+        var_cav=1.0 / tau_cav,
+        epsilon=epsilon,
+        latent_noise=latent_noise,
+        n_sweeps=sweep,
+        converged=converged,
+        max_change=max_change,
+        n_skipped=n_skipped,
+        log_det=log_det,
+        schedule=schedule,
+    )
 
 
 # ===================================================================== gradients of the EP evidence
-def gradient_traces(kernel, X, Q):
-    r"""All :math:`\operatorname{tr}(Q\,\partial C/\partial\theta_j)` for a symmetric ``Q``, in the order of ``kernel.theta``.
-
-    Equal to ``np.einsum("ij,pij->p", Q, kernel.gradients(X))`` (tested) but without forming the P
-    derivative matrices: with :math:`K_{se}` the squared-exponential part and :math:`G = Q\circ K_{se}`,
-
-    - :math:`\partial/\partial\log\sigma_f^2`: :math:`\sum_{ab}G_{ab}`;
-    - :math:`\partial/\partial\log\ell_d`: :math:`\sum_{ab}G_{ab}(x_{ad}-x_{bd})^2/\ell_d^2
-      = 2\,(\mathbf g^T\mathbf x_d^{\circ 2} - \mathbf x_d^TG\mathbf x_d)/\ell_d^2`, :math:`\mathbf g = G\mathbf 1`
-      (summed over d for a shared lengthscale);
-    - bias: :math:`\sigma_b^2\sum_{ab}Q_{ab}`; jitter: :math:`\sigma_j^2\operatorname{tr}Q`.
-
-    The cost is :math:`O(n^2D)` instead of :math:`O(n^2P)` memory and time for the stack.
-    """
-    X = np.asarray(X, dtype=float)
-    n = X.shape[0]
-    K_se = kernel.K(X) - kernel.bias
-    K_se[np.diag_indices(n)] -= kernel.jitter
-    G = Q * K_se
-    g = G.sum(axis=1)
-    per_dim = 2.0 * (g @ X**2 - np.sum(X * (G @ X), axis=0)) / np.asarray(kernel.lengthscale) ** 2
-    traces = [g.sum()]
-    traces += list(per_dim) if kernel.ard else [per_dim.sum()]
-    if kernel.learn_bias:
-        traces.append(kernel.bias * Q.sum())
-    if kernel.learn_jitter:
-        traces.append(kernel.jitter * np.trace(Q))
-    return np.array(traces)
-
-
-def ep_evidence_gradient(result, dK=None, kernel=None, X=None):
+def ep_evidence_gradient(
+    result: EPResult, *, dK: ArrayLike | None = None, kernel: SEKernel | None = None, X: ArrayLike | None = None
+) -> np.ndarray:
     r"""Gradient of :math:`\log Z_{EP}` in the kernel's log-parameters at the EP fixed point (GPML eq 5.27).
 
     At a fixed point the evidence is stationary in the site parameters, so only the prior moves:
@@ -493,26 +686,48 @@ def ep_evidence_gradient(result, dK=None, kernel=None, X=None):
               \qquad \mathbf a = C^{-1}\boldsymbol\mu,\; R = C^{-1} - C^{-1}\Sigma C^{-1}.
 
     This is also K&G's eq 14, the gradient of their bound :math:`\mathcal F` at :math:`q = q_{EP}`.
-    Pass either ``dK``, the (P, n, n) stack ``kernel.gradients(X)``, or ``kernel`` and ``X`` (then
-    :func:`gradient_traces` avoids forming the stack).
+
+    Parameters
+    ----------
+    result : EPResult
+        EP at the kernel's parameters (its ``a`` and ``R``).
+    dK : array_like (P, n, n), optional
+        The stack :math:`\partial C/\partial\theta_j`, ``kernel.gradients(X)``.
+    kernel : SEKernel, optional
+    X : array_like (n, D), optional
+        Instead of ``dK``: the kernel and training inputs (then :meth:`SEKernel.gradient_traces`
+        avoids forming the stack).
+
+    Returns
+    -------
+    ndarray (P,)
     """
     # GPML eq 5.27: ½ tr((a aᵀ − R) ∂C/∂θ_j)
     Q = np.outer(result.a, result.a) - result.R
     if dK is None:
         if kernel is None or X is None:
             raise ValueError("pass dK, or kernel and X")
-        return 0.5 * gradient_traces(kernel, X, 0.5 * (Q + Q.T))
-    dK = np.asarray(dK, dtype=float)
-    if dK.ndim != 3 or dK.shape[1:] != result.Sigma.shape:
-        raise ValueError(f"dK must have shape (P, {result.Sigma.shape[0]}, {result.Sigma.shape[0]}); got {dK.shape}")
+        return 0.5 * kernel.gradient_traces(X, 0.5 * (Q + Q.T))
+    dK = check_covariance_derivatives(dK, result.Sigma.shape[0])
     return 0.5 * np.einsum("ij,pij->p", Q, dK)
 
 
-def ep_epsilon_gradient(result, y):
+def ep_epsilon_gradient(result: EPResult, y: ArrayLike) -> float:
     r""":math:`\partial\log Z_{EP}/\partial\epsilon` at the EP fixed point: :math:`\sum_i (1 - 2\Phi(z_i))/Z_i`.
 
     Like the kernel gradient, only the explicit dependence counts at a fixed point: the
     derivative of :math:`\sum_i\log Z_i` with the cavities held fixed.
+
+    Parameters
+    ----------
+    result : EPResult
+        EP on the labels ``y`` (its cavities and ``log_Z`` are used).
+    y : array_like (n,)
+        Labels in {−1, +1} (or {0, 1}).
+
+    Returns
+    -------
+    float
     """
     y = check_binary_labels(y, "y", coding="pm1").astype(float)
     z = y * result.mean_cav / np.sqrt(result.latent_noise + result.var_cav)
@@ -530,16 +745,27 @@ class EPPrediction:
     proba: np.ndarray
 
 
-def ep_predict(result, K_star, k_star_star):
+def ep_predict(result: EPResult, K_star: ArrayLike, k_star_star: ArrayLike) -> EPPrediction:
     r"""Predictions from the EP posterior (GPML Alg. 3.6; K&G §3 last paragraph).
 
     .. math:: \mu_* = \mathbf k_*^T\mathbf a, \qquad \sigma_*^2 = k_{**} - \mathbf k_*^TR\,\mathbf k_*,
               \qquad p(y_*=+1) = \epsilon + (1-2\epsilon)\Phi\bigl(\mu_*/\sqrt{s + \sigma_*^2}\bigr).
 
-    ``K_star`` is the (n, m) cross covariance, ``k_star_star`` the m prior variances (with the
-    latent noise :math:`v_2`, which belongs to the test latent too). Rounding can leave
-    :math:`\sigma_*^2` a hair below zero when a test input repeats a training input; it is
-    clipped at the smallest positive float.
+    Rounding can leave :math:`\sigma_*^2` a hair below zero when a test input repeats a training
+    input; it is clipped at the smallest positive float.
+
+    Parameters
+    ----------
+    result : EPResult
+    K_star : array_like (n, m)
+        Cross covariance between the training and the m test inputs.
+    k_star_star : array_like (m,)
+        Prior variances of the test latents (with the latent noise :math:`v_2`, which belongs to the
+        test latent too).
+
+    Returns
+    -------
+    EPPrediction
     """
     K_star = np.asarray(K_star, dtype=float)
     mean = K_star.T @ result.a
@@ -550,347 +776,49 @@ def ep_predict(result, K_star, k_star_star):
     return EPPrediction(mean, var, proba)
 
 
-# ===================================================================== the variational bound and EM-EP
-@dataclass(frozen=True)
-class VariationalBound:
-    r"""K&G's bound :math:`\mathcal F = \mathcal F_\epsilon + \mathcal F_{\Theta_{cov}} + H(q) \le \log p(\mathbf y|\Theta)` (eq 15)."""
-
-    F: float
-    F_epsilon: float
-    F_cov: float
-    entropy: float
-
-
-def m_step_objective(theta, kernel, X, mu, Sigma):
-    r""":math:`\mathcal F_{\Theta_{cov}}` (K&G eq 16) and its gradient (eq 17) for fixed :math:`q = N(\boldsymbol\mu, \Sigma)`.
-
-    .. math:: \mathcal F_{\Theta_{cov}} = E_q[\log N(\mathbf f|0, C_\theta)]
-              = -\tfrac12\log|2\pi C| - \tfrac12\boldsymbol\mu^TC^{-1}\boldsymbol\mu - \tfrac12\operatorname{tr}(C^{-1}\Sigma),
-
-    .. math:: \frac{\partial\mathcal F_{\Theta_{cov}}}{\partial\theta_j} = \tfrac12\operatorname{tr}\Bigl(
-              \bigl(C^{-1}(\Sigma + \boldsymbol\mu\boldsymbol\mu^T)C^{-1} - C^{-1}\bigr)\frac{\partial C}{\partial\theta_j}\Bigr).
-
-    The dense :math:`C^{-1}` needed for the traces is formed by Cholesky solves. Raises
-    ``numpy.linalg.LinAlgError`` if :math:`C_\theta` is not numerically positive definite (the
-    optimiser then backs off).
-    """
-    k = kernel.with_theta(theta)
-    C = k.K(X)
-    n = C.shape[0]
-    with warnings.catch_warnings():
-        # an escalated jitter would change the model: treat it as "not positive definite"
-        warnings.simplefilter("error", JitterWarning)
-        try:
-            factor = cholesky(C, name="C")
-        except JitterWarning as exc:
-            raise np.linalg.LinAlgError(str(exc)) from None
-    C_inv = factor.solve(np.eye(n))
-    # E_q[f fᵀ] = Σ + μμᵀ; C⁻¹ E_q[f fᵀ]
-    P = C_inv @ (Sigma + np.outer(mu, mu))
-    # K&G eq 16: −½ log|2πC| − ½ μᵀC⁻¹μ − ½ tr(C⁻¹Σ)
-    value = -0.5 * (n * _LOG_2PI + factor.log_det) - 0.5 * np.trace(P)
-    # K&G eq 17: ½ tr((C⁻¹(Σ + μμᵀ)C⁻¹ − C⁻¹) ∂C/∂θ_j)
-    Q = P @ C_inv - C_inv
-    gradient = 0.5 * gradient_traces(k, X, 0.5 * (Q + Q.T))
-    return float(value), gradient
-
-
-def _expected_log_likelihood(y, mu, var, epsilon, latent_noise):
-    r""":math:`\sum_i E_{q(f_i)}[\log p(y_i|f_i)]` (K&G's :math:`\mathcal F_\epsilon`, eq 15).
-
-    For the step (:math:`s = 0`) it is exact: :math:`P_i\log(1-\epsilon) + (1-P_i)\log\epsilon` with
-    :math:`P_i = \Phi(y_i\mu_i/\sigma_i)`, which is :math:`-\infty` when :math:`\epsilon = 0`.
-    For :math:`s > 0` it is computed by Gauss–Hermite quadrature.
-    """
-    if latent_noise == 0.0:
-        log_correct = log_ndtr(y * mu / np.sqrt(var))
-        log_wrong = log_ndtr(-y * mu / np.sqrt(var))
-        if epsilon == 0.0:
-            return -np.inf
-        return float(np.sum(np.exp(log_correct) * np.log1p(-epsilon) + np.exp(log_wrong) * np.log(epsilon)))
-    likelihood = LabelNoiseLikelihood(epsilon, latent_noise)
-    expected = gauss_hermite_expectation(lambda f: likelihood.log_p(np.broadcast_to(y[:, None], f.shape), f),
-                                         mu, var, n_points=64)
-    return float(np.sum(expected))
-
-
-def variational_bound(result, kernel, X, y):
-    r"""The lower bound :math:`\mathcal F` of K&G eq 13/15 at :math:`q = q_{EP}` and the kernel's parameters.
-
-    :math:`\mathcal F = E_q[\log p(\mathbf y|\mathbf f,\epsilon)] + E_q[\log p(\mathbf f|\Theta_{cov})] + H(q)`,
-    with :math:`H(q) = \tfrac12\log|2\pi e\Sigma|` and :math:`\log|\Sigma| = \log|C| - \log|I + \tilde TC|`.
-    By Jensen's inequality :math:`\mathcal F \le \log p(\mathbf y|\Theta)` for any :math:`q`.
-    """
-    y = check_binary_labels(y, "y", coding="pm1").astype(float)
-    var = np.diag(result.Sigma)
-    F_epsilon = _expected_log_likelihood(y, result.mu, var, result.epsilon, result.latent_noise)
-    F_cov, _ = m_step_objective(kernel.theta, kernel, X, result.mu, result.Sigma)
-    n = len(y)
-    # log|Σ| = log|C| − log|I + T̃C| (Σ = (C⁻¹ + T̃)⁻¹), without factorising Σ
-    log_det_Sigma = cholesky(kernel.K(X), name="C").log_det - result.log_det
-    entropy = 0.5 * (n * (1.0 + _LOG_2PI) + log_det_Sigma)
-    return VariationalBound(F_epsilon + F_cov + entropy, F_epsilon, F_cov, entropy)
-
-
-def epsilon_from_errors(y, mean):
-    r"""K&G's M-step for :math:`\epsilon` (Appendix A, eq 18): :math:`\epsilon^* = r/n`, with :math:`r` the
-    number of training points whose predicted label :math:`\operatorname{sign}(\text{mean}_i)` is not :math:`y_i`.
-
-    ``mean`` must be the classifier's latent mean at the training inputs *without* the latent noise
-    :math:`v_2`, :math:`E[g_i] = \mu_i - v_2 a_i` (:func:`em_ep` passes it). With K&G's step likelihood the
-    EP mean of the noisy :math:`f_i` itself always has the sign of :math:`y_i` when :math:`\epsilon = 0` (the
-    tilted distribution is truncated to :math:`y_if_i > 0`), so counting errors of :math:`E[f_i]` would keep
-    :math:`\epsilon` at a starting value of 0 for ever.
-    """
-    y = check_binary_labels(y, "y", coding="pm1")
-    return float(np.mean(np.sign(mean) != y))
-
-
-def epsilon_from_expected_errors(y, mu, var):
-    r"""The exact maximiser of :math:`\mathcal F_\epsilon` for the step likelihood (not in the paper):
-    :math:`\epsilon^* = \frac1n\sum_i\Phi(-y_i\mu_i/\sigma_i)`, the expected number of training errors under :math:`q`."""
-    y = check_binary_labels(y, "y", coding="pm1").astype(float)
-    return float(np.mean(ndtr(-y * mu / np.sqrt(var))))
-
-
-def _free_mask(kernel, fixed):
-    names = kernel.theta_names
-    fixed = tuple(fixed or ())
-    unknown = [name for name in fixed if name not in names]
-    if unknown:
-        raise ValueError(f"fixed names {unknown} are not kernel parameters; expected some of {names}")
-    return np.array([name not in fixed for name in names])
-
-
-def _theta_bounds(mask, log_bound):
-    return [(-log_bound, log_bound)] * int(mask.sum())
-
-
-@dataclass(frozen=True)
-class EMEPResult:
-    """Outcome of :func:`em_ep`.
-
-    ``history`` holds one row per EM iteration: (log Z_EP at the E-step, F at the E-step, the
-    M-step's gain in F_cov, ε used in the E-step). ``n_sweeps`` counts EP sweeps over all E-steps.
-    """
-
-    kernel: SEKernel
-    epsilon: float
-    ep: EPResult
-    log_evidence: float
-    F: float
-    n_iter: int
-    converged: bool
-    history: np.ndarray
-    n_sweeps: int
-    n_m_evaluations: int
-
-
-def _likelihood_for(latent_noise, epsilon):
-    return LabelNoiseLikelihood(epsilon, latent_noise)
-
-
-def _ep_with_fallback(K, y, likelihood, tau, nu, damping, tol, max_sweeps=200, min_damping=0.1):
+def expectation_propagation_with_fallback(K: ArrayLike, y: ArrayLike, *,
+                                          likelihood: ProbitLikelihood | LabelNoiseLikelihood,
+                                          tau: ArrayLike | None = None, nu: ArrayLike | None = None,
+                                          schedule: str = "sequential", damping: float = 1.0, tol: float = 1e-6,
+                                          max_sweeps: int = 200, min_damping: float = 0.1,
+                                          ) -> tuple[EPResult, float]:  # fmt: skip
     """EP warm-started from (tau, nu); if it fails to converge (or ends with an improper cavity),
-    restart from the prior with the damping halved, down to ``min_damping``.
+    restart from the prior, sequentially, with the damping halved, down to ``min_damping``.
 
     Used inside the hyperparameter optimisers, where the label-noise likelihood with a nearly hard
-    step can make undamped EP oscillate. The first attempt gets at most 50 sweeps (a healthy warm
-    start needs a handful). Returns ``(EPResult, damping_used)``; only the last attempt's
-    non-convergence warning is let through.
+    step can make undamped EP oscillate. The first attempt, with the given ``schedule``, gets at most
+    50 sweeps when warm-started (a healthy warm start needs a handful); the restarts are sequential,
+    because with negative site precisions (a likelihood that is not log-concave) parallel EP can
+    oscillate where sequential EP with damping converges.
+
+    Parameters
+    ----------
+    K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps
+        As in :func:`expectation_propagation`.
+    min_damping : float
+        The smallest damping tried.
+
+    Returns
+    -------
+    result : EPResult
+    damping : float
+        The damping of the attempt returned (the schedule is ``result``'s: see ``result.schedule``).
+        Only the last attempt's non-convergence warning is let through.
     """
     attempt_damping = damping
-    sweeps = min(int(max_sweeps), 50)
+    sweeps = min(int(max_sweeps), 50) if tau is not None else int(max_sweeps)
     while True:
-        last = attempt_damping / 2.0 < min_damping
+        last = attempt_damping / 2.0 < min_damping and schedule == "sequential"
         try:
-            result = expectation_propagation(K, y, likelihood, tau=tau, nu=nu, damping=attempt_damping, tol=tol,
-                                             max_sweeps=sweeps, warn=last)
+            result = expectation_propagation(K, y, likelihood=likelihood, tau=tau, nu=nu, schedule=schedule,
+                                             damping=attempt_damping, tol=tol, max_sweeps=sweeps, warn=last)  # fmt: skip
             if result.converged or last:
                 return result, attempt_damping
         except (FloatingPointError, np.linalg.LinAlgError):
             if last:
                 raise
         tau = nu = None
-        attempt_damping /= 2.0
+        # the first restart keeps the damping and changes the schedule to sequential; later ones halve it
+        attempt_damping = attempt_damping if schedule == "parallel" else attempt_damping / 2.0
+        schedule = "sequential"
         sweeps = int(max_sweeps)
-
-
-def _prepare_learning_inputs(X, y, likelihood, learn_epsilon):
-    """Checked inputs shared by :func:`em_ep` and :func:`maximize_ep_evidence`.
-
-    The default likelihood is K&G's step with ε = 0; a plain probit has no ε to learn.
-    Returns ``(X, y, likelihood, epsilon, latent_noise, learn_epsilon)``.
-    """
-    X = check_matrix(X, "X")
-    y = check_binary_labels(y, "y", coding="pm1").astype(float)
-    check_same_length(X, y, "X", "y")
-    likelihood = LabelNoiseLikelihood(0.0, 0.0) if likelihood is None else likelihood
-    epsilon, latent_noise = site_likelihood(likelihood)
-    if isinstance(likelihood, ProbitLikelihood):
-        learn_epsilon = False
-    return X, y, likelihood, epsilon, latent_noise, learn_epsilon
-
-
-def em_ep(kernel, X, y, likelihood=None, learn_epsilon=True, epsilon_rule="errors", fixed=(), max_iter=200,
-          tol=1e-4, m_step_maxiter=5, log_bound=15.0, damping=1.0, ep_tol=1e-4, progress=False):
-    r"""The EM-EP algorithm (K&G §4, Appendix A).
-
-    Repeat until :math:`\log Z_{EP}` changes by less than ``tol`` between E-steps and the M-step
-    gains less than ``tol``:
-
-    - **E-step**: EP at the current :math:`(\Theta_{cov}, \epsilon)` gives :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)`
-      (K&G eq 11), warm-started from the previous sites.
-    - **M-step**: maximise :math:`\mathcal F_{\Theta_{cov}}` (eq 16) over the free log-parameters with
-      :math:`q` fixed, by L-BFGS-B with the gradient of eq 17 (at most ``m_step_maxiter`` iterations, a
-      partial M-step; K&G used conjugate gradients); then :math:`\epsilon^* = r/n` (Appendix A; ``epsilon_rule="errors"``) or
-      the exact maximiser of :math:`\mathcal F_\epsilon`, the expected error rate (``"expected"``).
-
-    ``likelihood`` is ``LabelNoiseLikelihood(epsilon0, 0)`` by default (K&G's step; its ε is the
-    starting value) or ``ProbitLikelihood()`` (then ε stays 0). ``fixed`` names kernel parameters
-    (``kernel.theta_names``) held at their initial values. Log-parameters are kept in
-    ``[−log_bound, log_bound]``. The E-steps run EP to ``ep_tol`` (warm-started, so a loose tolerance
-    costs little accuracy); the final EP at the returned hyperparameters runs to ``min(ep_tol, 1e-6)``.
-
-    Returns
-    -------
-    EMEPResult
-    """
-    X, y, likelihood, epsilon, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood,
-                                                                                      learn_epsilon)
-    if epsilon_rule not in ("errors", "expected"):
-        raise ValueError(f"epsilon_rule must be 'errors' or 'expected'; got {epsilon_rule!r}")
-    mask = _free_mask(kernel, fixed)
-    bounds = _theta_bounds(mask, log_bound)
-    theta = kernel.theta.copy()
-    tau = nu = None
-    history = []
-    n_sweeps = n_evaluations = 0
-    converged = False
-    previous_log_evidence = None
-    iterations = range(1, int(max_iter) + 1)
-    if progress:
-        from tqdm.auto import tqdm
-        iterations = tqdm(iterations, desc="EM-EP")
-    for iteration in iterations:
-        current = kernel.with_theta(theta)
-        # E-step: EP at (Θ_cov, ε) (K&G §4, eq 11)
-        ep, _ = _ep_with_fallback(current.K(X), y, _likelihood_for(latent_noise, epsilon), tau, nu, damping, ep_tol)
-        tau, nu = ep.tau, ep.nu
-        n_sweeps += ep.n_sweeps
-        bound = variational_bound(ep, current, X, y)
-
-        # M-step for Θ_cov: maximise F_cov (K&G eqs 16, 17) with q fixed
-        def negative(free):
-            full = theta.copy()
-            full[mask] = free
-            try:
-                value, gradient = m_step_objective(full, kernel, X, ep.mu, ep.Sigma)
-            except np.linalg.LinAlgError:
-                return 1e300, np.zeros(int(mask.sum()))
-            return -value, -gradient[mask]
-
-        start_value = -negative(theta[mask])[0]
-        solution = optimize.minimize(negative, theta[mask], jac=True, method="L-BFGS-B", bounds=bounds,
-                                     options={"maxiter": int(m_step_maxiter)})
-        n_evaluations += solution.nfev
-        gain = -solution.fun - start_value
-        history.append((ep.log_evidence, bound.F, gain, epsilon))
-        if gain > 0:
-            theta[mask] = solution.x
-        # M-step for ε (K&G Appendix A)
-        if learn_epsilon:
-            if epsilon_rule == "errors":
-                # the classifier's mean at the training inputs: E[g_i] = μ_i − v₂ a_i (no latent noise)
-                epsilon = min(epsilon_from_errors(y, ep.mu - current.jitter * ep.a), 0.49)
-            else:
-                epsilon = min(epsilon_from_expected_errors(y, ep.mu, np.diag(ep.Sigma)), 0.49)
-        if (previous_log_evidence is not None and abs(ep.log_evidence - previous_log_evidence) < tol
-                and gain < tol and epsilon == history[-1][3]):
-            converged = True
-            break
-        previous_log_evidence = ep.log_evidence
-    if not converged:
-        warnings.warn(f"EM-EP did not converge in {iteration} iterations (tol {tol:g})", EPConvergenceWarning,
-                      stacklevel=2)
-    final_kernel = kernel.with_theta(theta)
-    final_ep, _ = _ep_with_fallback(final_kernel.K(X), y, _likelihood_for(latent_noise, epsilon), tau, nu, damping,
-                                    min(ep_tol, 1e-6))
-    n_sweeps += final_ep.n_sweeps
-    final_bound = variational_bound(final_ep, final_kernel, X, y)
-    return EMEPResult(kernel=final_kernel, epsilon=float(epsilon), ep=final_ep,
-                      log_evidence=final_ep.log_evidence, F=final_bound.F, n_iter=iteration,
-                      converged=converged, history=np.array(history), n_sweeps=n_sweeps,
-                      n_m_evaluations=n_evaluations)
-
-
-@dataclass(frozen=True)
-class EvidenceFitResult:
-    """Outcome of :func:`maximize_ep_evidence`: the kernel and ε at the maximum, EP there, and the cost."""
-
-    kernel: SEKernel
-    epsilon: float
-    ep: EPResult
-    log_evidence: float
-    n_evaluations: int
-    n_sweeps: int
-    success: bool
-    message: str
-
-
-def maximize_ep_evidence(kernel, X, y, likelihood=None, learn_epsilon=True, fixed=(), maxiter=200,
-                         log_bound=15.0, damping=1.0, ep_tol=1e-8):
-    r"""Maximise :math:`\log Z_{EP}` (K&G eq 12) directly over the log-parameters (and ε) by L-BFGS-B.
-
-    Each evaluation runs EP to convergence (warm-started from the previous sites) and uses the
-    fixed-point gradients :func:`ep_evidence_gradient` and :func:`ep_epsilon_gradient`. ε is
-    optimised as :math:`\eta` with :math:`\epsilon = \tfrac12\sigma(\eta)`, so it stays in (0, ½);
-    a starting ε of 0 is replaced by 0.01. The alternative to :func:`em_ep`, compared with it in the chapter.
-    """
-    X, y, likelihood, epsilon0, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood,
-                                                                                       learn_epsilon)
-    mask = _free_mask(kernel, fixed)
-    theta0 = kernel.theta.copy()
-    state = {"tau": None, "nu": None, "sweeps": 0, "ep": None}
-
-    def unpack(params):
-        theta = theta0.copy()
-        theta[mask] = params[:int(mask.sum())]
-        if learn_epsilon:
-            return theta, 0.5 * float(expit(params[-1]))
-        return theta, epsilon0
-
-    def negative(params):
-        theta, epsilon = unpack(params)
-        current = kernel.with_theta(theta)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", EPConvergenceWarning)
-                ep, _ = _ep_with_fallback(current.K(X), y, _likelihood_for(latent_noise, epsilon), state["tau"],
-                                          state["nu"], damping, ep_tol)
-        except (np.linalg.LinAlgError, FloatingPointError):
-            state["tau"] = state["nu"] = None
-            return 1e300, np.zeros_like(params)
-        state.update(tau=ep.tau, nu=ep.nu, ep=ep)
-        state["sweeps"] += ep.n_sweeps
-        gradient = ep_evidence_gradient(ep, kernel=current, X=X)[mask]
-        if learn_epsilon:
-            # dε/dη = ε(1 − 2ε)
-            gradient = np.append(gradient, ep_epsilon_gradient(ep, y) * epsilon * (1.0 - 2.0 * epsilon))
-        return -ep.log_evidence, -gradient
-
-    start = theta0[mask]
-    bounds = _theta_bounds(mask, log_bound)
-    if learn_epsilon:
-        eps_start = epsilon0 if epsilon0 > 0 else 0.01
-        start = np.append(start, np.log(2.0 * eps_start) - np.log1p(-2.0 * eps_start))
-        bounds.append((-15.0, 15.0))
-    solution = optimize.minimize(negative, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                                 options={"maxiter": int(maxiter)})
-    theta, epsilon = unpack(solution.x)
-    final_kernel = kernel.with_theta(theta)
-    ep, _ = _ep_with_fallback(final_kernel.K(X), y, _likelihood_for(latent_noise, epsilon), state["tau"], state["nu"],
-                              damping, ep_tol)
-    return EvidenceFitResult(kernel=final_kernel, epsilon=float(epsilon), ep=ep, log_evidence=ep.log_evidence,
-                             n_evaluations=int(solution.nfev), n_sweeps=state["sweeps"] + ep.n_sweeps,
-                             success=bool(solution.success), message=str(solution.message))

@@ -51,18 +51,31 @@ References
 - [GR06] Girolami & Rogers (2006), eq 3.2 and Appendix D.
 - [GPML] Rasmussen & Williams (2006), §2.2 (the conditional of m given y).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtr, ndtri_exp
+from numpy.typing import ArrayLike
+from scipy.special import log_ndtr
+from scipy.special import logsumexp
+from scipy.special import ndtr
+from scipy.special import ndtri_exp
 
 from .exact import EvidenceEstimate
+from .exact import effective_sample_size
 from .likelihoods import MultinomialProbitLikelihood
-from .linalg import cholesky, solve_lower
-from .validation import check_binary_labels, check_rng
-from .vb_probit import _check_kernel_matrices, _test_covariances_per_class, check_class_codes
+from .linalg import cholesky
+from .linalg import solve_lower
+from .progress import with_progress
+from .validation import check_binary_labels
+from .validation import check_class_codes
+from .validation import check_covariance_stack
+from .validation import check_positive_int
+from .validation import check_rng
+from .validation import check_run_lengths
+from .validation import check_test_covariances
 
 __all__ = [
     "sample_truncated_normal",
@@ -73,18 +86,36 @@ __all__ = [
     "gibbs_predict_latent",
     "gibbs_predict_proba",
     "prior_sampling_log_evidence",
-    "effective_sample_size",
 ]
 
 
 # --------------------------------------------------------------------------- truncated normals
-def sample_truncated_normal(mean, rng, lower=None, upper=None):
+def sample_truncated_normal(
+    mean: ArrayLike,
+    *,
+    rng: np.random.Generator | int,
+    lower: ArrayLike | None = None,
+    upper: ArrayLike | None = None,
+) -> np.ndarray:
     r"""Draw :math:`x \sim N(\mu, 1)` truncated to :math:`x > a` or to :math:`x < b` (one side only).
 
     Inverse CDF in log space: for :math:`x < b`,
     :math:`x = \mu + \Phi^{-1}\bigl(U\,\Phi(b - \mu)\bigr)` computed as
     ``ndtri_exp(log U + log_ndtr(b − μ))``; for :math:`x > a` the mirror image.
     Exact and stable however far into the tail the bound lies.
+
+    Parameters
+    ----------
+    mean : array_like
+        Means :math:`\mu` of the untruncated unit-variance normals.
+    rng : numpy.random.Generator or int
+    lower, upper : array_like, optional
+        The bound :math:`a` or :math:`b` (broadcast with ``mean``); give exactly one.
+
+    Returns
+    -------
+    ndarray
+        One draw per entry of ``mean``.
     """
     rng = check_rng(rng)
     mean = np.asarray(mean, dtype=float)
@@ -107,14 +138,21 @@ def _cone_sweep(t, M, Y, rng):
     others[rows, t] = False
     # y_nj | y_ni ~ N(m_nj, 1) truncated above at y_ni, for every j ≠ t_n (independent given y_ni)
     upper = np.broadcast_to(Y[rows, t][:, None], (n, K))
-    Y[others] = sample_truncated_normal(M[others], rng, upper=upper[others])
+    Y[others] = sample_truncated_normal(M[others], rng=rng, upper=upper[others])
     # y_ni | rest ~ N(m_ni, 1) truncated below at max_{j≠i} y_nj
     Y_masked = np.where(others, Y, -np.inf)
-    Y[rows, t] = sample_truncated_normal(M[rows, t], rng, lower=Y_masked.max(axis=1))
+    Y[rows, t] = sample_truncated_normal(M[rows, t], rng=rng, lower=Y_masked.max(axis=1))
     return Y
 
 
-def sample_cone_truncated_normal(t, M, rng, Y_current=None, max_rounds=50):
+def sample_cone_truncated_normal(
+    t: ArrayLike,
+    M: ArrayLike,
+    *,
+    rng: np.random.Generator | int,
+    Y_current: ArrayLike | None = None,
+    max_rounds: int = 50,
+) -> tuple[np.ndarray, int]:
     r"""Draw :math:`\mathbf y_n \sim N(\mathbf m_n, I)` truncated to the cone of class :math:`t_n`, for every row.
 
     Exact draws by the pairwise construction and rejection described in the
@@ -122,6 +160,18 @@ def sample_cone_truncated_normal(t, M, rng, Y_current=None, max_rounds=50):
     by one component-wise sweep from ``Y_current`` instead (a valid Gibbs move);
     without ``Y_current`` the rejection simply continues until every point is
     accepted.
+
+    Parameters
+    ----------
+    t : array_like (n,)
+        Class codes 0..K−1 (not checked: this is the inner step of the sampler).
+    M : array_like (n, K)
+        Means :math:`\mathbf m_n`, one row per point.
+    rng : numpy.random.Generator or int
+    Y_current : array_like (n, K), optional
+        The current draws, each inside its cone: the start of the fallback sweep.
+    max_rounds : int
+        Rejection rounds before the fallback (used only with ``Y_current``).
 
     Returns
     -------
@@ -145,8 +195,9 @@ def sample_cone_truncated_normal(t, M, rng, Y_current=None, max_rounds=50):
         rounds += 1
         mi, mj = own[pending], M[pending, j_star[pending]]
         # D = y_i − y_j* ~ N(m_i − m_j*, 2) truncated to D > 0
-        D = (mi - mj) + np.sqrt(2.0) * sample_truncated_normal(np.zeros(len(pending)), rng,
-                                                               lower=-(mi - mj) / np.sqrt(2.0))
+        D = (mi - mj) + np.sqrt(2.0) * sample_truncated_normal(
+            np.zeros(len(pending)), rng=rng, lower=-(mi - mj) / np.sqrt(2.0)
+        )
         # y_i | D ~ N(m_i + (D − (m_i − m_j*))/2, 1/2);  y_j* = y_i − D
         yi = mi + 0.5 * (D - (mi - mj)) + np.sqrt(0.5) * rng.standard_normal(len(pending))
         draw = M[pending] + rng.standard_normal((len(pending), K))
@@ -198,11 +249,11 @@ class GibbsSamples:
     binary: bool
 
     @property
-    def effective_sample_size(self):
+    def effective_sample_size(self) -> float:
         """Effective sample size of the retained log-likelihood trace."""
         if len(self.log_likelihood) < self.m.shape[0]:
             raise ValueError("no log-likelihood trace was recorded (the sampler ran with trace=False)")
-        return float(effective_sample_size(self.log_likelihood[-self.m.shape[0]:]))
+        return float(effective_sample_size(self.log_likelihood[-self.m.shape[0] :]))
 
 
 class _ConditionalGP:
@@ -221,7 +272,7 @@ class _ConditionalGP:
         groups = [(0, list(range(C)))] if len(self.gains) == 1 else [(k, [k]) for k in range(C)]
         for g, cols in groups:
             a = self.roots[g] @ rng.standard_normal((n, len(cols)))  # a ~ N(0, C)
-            b = rng.standard_normal((n, len(cols)))                  # b ~ N(0, I)
+            b = rng.standard_normal((n, len(cols)))  # b ~ N(0, I)
             # G&R (2006) App. D: m_k | y_k ~ N(Σ_k y_k, Σ_k), by m = a + C (I + C)⁻¹ (y − a − b)
             out[:, cols] = a + self.gains[g] @ (Y[:, cols] - a - b)
         return out
@@ -232,21 +283,8 @@ class _ConditionalGP:
         return np.column_stack([f.solve(Y[:, k]) for k, f in enumerate(self.factors)])
 
 
-def _iterations(total, progress, desc):
-    steps = range(total)
-    if progress:
-        from tqdm.auto import tqdm
-        steps = tqdm(steps, desc=desc)
-    return steps
-
-
-def _check_run_lengths(n_samples, burn_in, thin):
-    if int(n_samples) < 1 or int(burn_in) < 0 or int(thin) < 1:
-        raise ValueError(f"need n_samples >= 1, burn_in >= 0 and thin >= 1; got {n_samples}, {burn_in}, {thin}")
-    return int(n_samples), int(burn_in), int(thin)
-
-
-def gibbs_probit_binary(K, t, rng, n_samples=1000, burn_in=2000, thin=1, progress=False):
+def gibbs_probit_binary(K: ArrayLike, t: ArrayLike, *, rng: np.random.Generator | int, n_samples: int = 1000,
+                        burn_in: int = 2000, thin: int = 1, progress: bool = False) -> GibbsSamples:  # fmt: skip
     r"""Albert & Chib's Gibbs sampler for binary GP probit classification (G&R Appendix D with one GP).
 
     Alternates
@@ -259,32 +297,34 @@ def gibbs_probit_binary(K, t, rng, n_samples=1000, burn_in=2000, thin=1, progres
 
     Parameters
     ----------
-    K : ndarray (n, n)
+    K : array_like (n, n)
         Prior covariance (jitter included; its Cholesky factor must exist).
-    t : array (n,)
+    t : array_like (n,)
         Labels in {−1, +1} (or {0, 1}).
-    rng : Generator or int
+    rng : numpy.random.Generator or int
+    n_samples, burn_in, thin : int
+        Retained draws, iterations discarded first, and the spacing of the retained ones.
+    progress : bool
+        Show a progress bar over the iterations.
 
     Returns
     -------
     GibbsSamples
     """
     rng = check_rng(rng)
-    (C,) = _check_kernel_matrices(K)
+    (C,) = check_covariance_stack(K, "K", n_classes=1)
     n = C.shape[0]
-    t = check_binary_labels(t, "t")
-    if t.shape[0] != n:
-        raise ValueError(f"t must have {n} labels to match K; got {t.shape[0]}")
-    n_samples, burn_in, thin = _check_run_lengths(n_samples, burn_in, thin)
+    t = check_binary_labels(t, "t", length=n)
+    n_samples, burn_in, thin = check_run_lengths(n_samples, burn_in, thin)
     conditional = _ConditionalGP([C])
     m = np.zeros((n, 1))
     kept_m, kept_y, trace = [], [], []
-    for it in _iterations(burn_in + n_samples * thin, progress, "Gibbs (binary probit)"):
+    for it in with_progress(range(burn_in + n_samples * thin), progress, "Gibbs (binary probit)"):
         # A&C (1993); G&R (2006) App. D: y_n | m_n ~ N(m_n, 1) truncated to t_n y_n > 0
         pos = t > 0
         y = np.empty(n)
-        y[pos] = sample_truncated_normal(m[pos, 0], rng, lower=0.0)
-        y[~pos] = sample_truncated_normal(m[~pos, 0], rng, upper=0.0)
+        y[pos] = sample_truncated_normal(m[pos, 0], rng=rng, lower=0.0)
+        y[~pos] = sample_truncated_normal(m[~pos, 0], rng=rng, upper=0.0)
         # m | y ~ N(Σ y, Σ)
         m = conditional.sample(y[:, None], rng)
         record = (it + 1 - burn_in) % thin == 0
@@ -295,12 +335,14 @@ def gibbs_probit_binary(K, t, rng, n_samples=1000, burn_in=2000, thin=1, progres
             kept_y.append(y[:, None])
     kept_y = np.array(kept_y)
     alpha = np.array([conditional.alpha(y) for y in kept_y])
-    return GibbsSamples(np.array(kept_m), kept_y, alpha, np.array(trace), conditional.factors, burn_in, thin, 0,
-                        True)
+    return GibbsSamples(np.array(kept_m), kept_y, alpha, np.array(trace), conditional.factors, burn_in, thin, 0, True)
 
 
-def gibbs_probit_multiclass(K, t, rng, n_samples=1000, burn_in=2000, thin=1, n_classes=None, likelihood=None,
-                            max_rounds=50, trace=True, progress=False):
+def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Generator | int,
+                            n_samples: int = 1000, burn_in: int = 2000, thin: int = 1,
+                            n_classes: int | None = None, likelihood: MultinomialProbitLikelihood | None = None,
+                            max_rounds: int = 50, trace: bool = True, progress: bool = False,
+                            ) -> GibbsSamples:  # fmt: skip
     r"""The Gibbs sampler of G&R Appendix D for K-class multinomial probit GP classification.
 
     .. math:: \mathbf y_n^{(i)} \mid \mathbf m_n^{(i-1)} \sim N^{t_n}_{\mathbf y}(\mathbf m_n^{(i-1)}, I),\qquad
@@ -313,11 +355,14 @@ def gibbs_probit_multiclass(K, t, rng, n_samples=1000, burn_in=2000, thin=1, n_c
 
     Parameters
     ----------
-    K : ndarray (n, n) or (C, n, n)
+    K : array_like (n, n) or (C, n, n)
         Shared or per-class prior covariance.
-    t : array (n,)
+    t : array_like (n,)
         Class codes 0..C−1.
-    rng : Generator or int
+    rng, n_samples, burn_in, thin, progress
+        As in :func:`gibbs_probit_binary`.
+    n_classes : int, optional
+        C (default ``max(t) + 1``); every class needs an example.
     likelihood : MultinomialProbitLikelihood, optional
         Used only for the log-likelihood trace (default 16 Gauss–Hermite nodes).
     max_rounds : int
@@ -331,12 +376,10 @@ def gibbs_probit_multiclass(K, t, rng, n_samples=1000, burn_in=2000, thin=1, n_c
     GibbsSamples
     """
     rng = check_rng(rng)
-    mats = _check_kernel_matrices(K, n_classes)
-    n = mats[0].shape[0]
+    n = np.shape(K)[-1]
     t, n_classes = check_class_codes(t, n, n_classes)
-    if len(mats) not in (1, n_classes):
-        raise ValueError(f"K must hold one matrix or one per class ({n_classes}); got {len(mats)}")
-    n_samples, burn_in, thin = _check_run_lengths(n_samples, burn_in, thin)
+    mats = list(check_covariance_stack(K, "K", n_classes=n_classes))
+    n_samples, burn_in, thin = check_run_lengths(n_samples, burn_in, thin)
     likelihood = MultinomialProbitLikelihood(n_nodes=16) if likelihood is None else likelihood
     conditional = _ConditionalGP(mats)
     M = np.zeros((n, n_classes))
@@ -344,9 +387,9 @@ def gibbs_probit_multiclass(K, t, rng, n_samples=1000, burn_in=2000, thin=1, n_c
     Y[np.arange(n), t] = 1.0  # a point inside every cone, used only by the fallback sweep
     kept_m, kept_y, trace_values = [], [], []
     n_swept = 0
-    for it in _iterations(burn_in + n_samples * thin, progress, "Gibbs (multinomial probit)"):
+    for it in with_progress(range(burn_in + n_samples * thin), progress, "Gibbs (multinomial probit)"):
         # G&R (2006) App. D: y_n | m_n ~ N(m_n, I) truncated to the cone C_{t_n}
-        Y, swept = sample_cone_truncated_normal(t, M, rng, Y_current=Y, max_rounds=max_rounds)
+        Y, swept = sample_cone_truncated_normal(t, M, rng=rng, Y_current=Y, max_rounds=max_rounds)
         n_swept += swept
         # G&R (2006) App. D: m_k | y_k ~ N(Σ_k y_k, Σ_k)
         M = conditional.sample(Y, rng)
@@ -358,21 +401,33 @@ def gibbs_probit_multiclass(K, t, rng, n_samples=1000, burn_in=2000, thin=1, n_c
             kept_y.append(Y)
     kept_y = np.array(kept_y)
     alpha = np.array([conditional.alpha(y) for y in kept_y])
-    return GibbsSamples(np.array(kept_m), kept_y, alpha, np.array(trace_values), conditional.factors, burn_in, thin,
-                        n_swept, False)
+    return GibbsSamples(
+        np.array(kept_m), kept_y, alpha, np.array(trace_values), conditional.factors, burn_in, thin, n_swept, False
+    )
 
 
 # --------------------------------------------------------------------------- predictions
-def gibbs_predict_latent(samples, K_cross, k_diag):
+def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean of :math:`m_k^{new}` given each retained :math:`\mathbf y^{(i)}`, and the shared variance (G&R App. D).
 
     .. math:: \mu_k^{new,i} = (\mathbf y_k^{(i)})^T(\mathbf I + \mathbf C_k)^{-1}\mathbf c_k^{new},\qquad
               \sigma_{k,new}^2 = c_k^{new} - (\mathbf c_k^{new})^T(\mathbf I + \mathbf C_k)^{-1}\mathbf c_k^{new}.
 
-    Returns ``mean`` of shape (S, m, C) and ``var`` of shape (m, C).
+    Parameters
+    ----------
+    samples : GibbsSamples
+    K_cross, k_diag
+        As in :func:`gpc_ref.vb_probit.vb_predict_latent`.
+
+    Returns
+    -------
+    mean : ndarray (S, m, C)
+        One predictive mean per retained sample.
+    var : ndarray (m, C)
+        The predictive variance, the same for every sample.
     """
     S, n, n_cols = samples.alpha.shape
-    cross, diag = _test_covariances_per_class(K_cross, k_diag, n_cols)
+    cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
     mean = np.stack([samples.alpha[:, :, k] @ cross[k] for k in range(n_cols)], axis=2)
     var = np.empty((cross[0].shape[1], n_cols))
     for k in range(n_cols):
@@ -382,7 +437,9 @@ def gibbs_predict_latent(samples, K_cross, k_diag):
     return mean, var
 
 
-def gibbs_predict_proba(samples, K_cross, k_diag, likelihood=None, max_samples=None):
+def gibbs_predict_proba(samples: GibbsSamples, K_cross: ArrayLike, k_diag: ArrayLike, *,
+                        likelihood: MultinomialProbitLikelihood | None = None, max_samples: int | None = None,
+                        ) -> np.ndarray:  # fmt: skip
     r"""Monte Carlo predictive distribution from the retained samples (G&R App. D), Rao–Blackwellised.
 
     The paper draws one :math:`\mathbf m^{new,s}` per retained sample and averages
@@ -393,8 +450,21 @@ def gibbs_predict_proba(samples, K_cross, k_diag, likelihood=None, max_samples=N
     .. math:: P(t = k) \approx \frac1S\sum_i E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_k + \mu_k^{new,i} - \mu_j^{new,i}}{v_j}\Bigr)\Bigr],
               \quad v_j = \sqrt{1 + \sigma_{j,new}^2};
 
-    binary: :math:`\frac1S\sum_i\Phi(\mu^{new,i}/\sqrt{1 + \sigma^2_{new}})`, columns (P(−1), P(+1)).
-    ``max_samples`` uses that many retained samples, evenly spaced (for speed).
+    binary: :math:`\frac1S\sum_i\Phi(\mu^{new,i}/\sqrt{1 + \sigma^2_{new}})`.
+
+    Parameters
+    ----------
+    samples : GibbsSamples
+    K_cross, k_diag, likelihood
+        As in :func:`gpc_ref.vb_probit.vb_predict_proba`.
+    max_samples : int, optional
+        Use only this many retained samples, evenly spaced (for speed).
+
+    Returns
+    -------
+    ndarray (m, 2) or (m, C)
+        Binary: columns (P(−1), P(+1)). C classes: clipped to [0, 1] against quadrature round-off
+        (rows are not renormalised).
     """
     mean, var = gibbs_predict_latent(samples, K_cross, k_diag)
     S = mean.shape[0]
@@ -411,7 +481,16 @@ def gibbs_predict_proba(samples, K_cross, k_diag, likelihood=None, max_samples=N
     return np.clip(total / mean.shape[0], 0.0, 1.0)
 
 
-def prior_sampling_log_evidence(K, t, rng, n_samples=1000, binary=False, likelihood=None, n_classes=None):
+def prior_sampling_log_evidence(
+    K: ArrayLike,
+    t: ArrayLike,
+    *,
+    rng: np.random.Generator | int,
+    n_samples: int = 1000,
+    binary: bool = False,
+    likelihood: MultinomialProbitLikelihood | None = None,
+    n_classes: int | None = None,
+) -> EvidenceEstimate:
     r"""The marginal-likelihood estimate used for the Gibbs sampler in G&R Table 1: average over prior draws.
 
     .. math:: \log p(\mathbf t) \approx \log\frac1S\sum_s P(\mathbf t \mid \mathbf M^{s}),\qquad
@@ -422,22 +501,41 @@ def prior_sampling_log_evidence(K, t, rng, n_samples=1000, binary=False, likelih
     misclassifies something); ``std_error`` is the delta-method standard error
     and ``effective_sample_size`` (Kish) shows how few draws carry the estimate.
 
+    Parameters
+    ----------
+    K : array_like (n, n) or (C, n, n)
+        Shared or per-class prior covariance.
+    t : array_like (n,)
+        Class codes 0..C−1, or labels ±1 with ``binary=True``.
+    rng : numpy.random.Generator or int
+    n_samples : int
+        Prior draws S.
+    binary : bool
+        The one-GP binary probit model instead of C GPs.
+    likelihood : MultinomialProbitLikelihood, optional
+        Evaluates :math:`P(\mathbf t\mid\mathbf M)` for C classes (default 16 Gauss–Hermite nodes).
+    n_classes : int, optional
+        C (default ``max(t) + 1``).
+
     Returns
     -------
     EvidenceEstimate
     """
     rng = check_rng(rng)
-    mats = _check_kernel_matrices(K, n_classes)
+    n_samples = check_positive_int(n_samples, "n_samples")
+    mats = list(check_covariance_stack(K, "K"))
     n = mats[0].shape[0]
     if binary:
-        t = check_binary_labels(t, "t")
+        t = check_binary_labels(t, "t", length=n)
         n_cols = 1
     else:
         t, n_cols = check_class_codes(t, n, n_classes)
         likelihood = MultinomialProbitLikelihood(n_nodes=16) if likelihood is None else likelihood
+    if len(mats) not in (1, n_cols):
+        raise ValueError(f"K must hold one matrix or one per class ({n_cols}); got {len(mats)}")
     roots = [cholesky(mat, name="K").L for mat in mats]
-    log_terms = np.empty(int(n_samples))
-    for s in range(int(n_samples)):
+    log_terms = np.empty(n_samples)
+    for s in range(n_samples):
         # M^s ~ prior: m_k = L_k z
         Ms = np.column_stack([roots[0 if len(roots) == 1 else k] @ rng.standard_normal(n) for k in range(n_cols)])
         if binary:
@@ -448,37 +546,3 @@ def prior_sampling_log_evidence(K, t, rng, n_samples=1000, binary=False, likelih
     w = np.exp(log_terms - log_mean)
     std_error = np.std(w, ddof=1) / np.sqrt(n_samples)
     return EvidenceEstimate(float(log_mean), float(std_error), float(np.sum(w) ** 2 / np.sum(w**2)), int(n_samples))
-
-
-# --------------------------------------------------------------------------- diagnostics
-def effective_sample_size(chain):
-    r"""Effective sample size of an MCMC chain by Geyer's initial monotone sequence.
-
-    With autocorrelations :math:`\rho_k`, the pair sums
-    :math:`\Gamma_m = \rho_{2m} + \rho_{2m+1}` are summed while positive and forced
-    non-increasing; :math:`\tau = -1 + 2\sum_m\Gamma_m` and ESS = S/τ. ``chain``
-    of shape (S,) gives a float, (S, d) an array with one value per column.
-    """
-    x = np.asarray(chain, dtype=float)
-    squeeze = x.ndim == 1
-    x = x[:, None] if squeeze else x.reshape(x.shape[0], -1)
-    S = x.shape[0]
-    if S < 4:
-        raise ValueError(f"chain must have at least 4 draws; got {S}")
-    x = x - x.mean(axis=0)
-    size = 1 << int(np.ceil(np.log2(2 * S)))
-    spectrum = np.fft.rfft(x, n=size, axis=0)
-    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=0)[:S] / S
-    out = np.empty(x.shape[1])
-    for j in range(x.shape[1]):
-        if acov[0, j] <= 0:
-            out[j] = float(S)  # a constant chain
-            continue
-        rho = acov[:, j] / acov[0, j]
-        pairs = rho[: 2 * (S // 2)].reshape(-1, 2).sum(axis=1)
-        positive = np.flatnonzero(pairs <= 0)
-        pairs = pairs[: positive[0]] if positive.size else pairs
-        pairs = np.minimum.accumulate(pairs)
-        tau = max(-1.0 + 2.0 * np.sum(pairs), 1.0 / np.log10(S))  # cap ESS at S log10 S (as Stan does)
-        out[j] = S / tau
-    return float(out[0]) if squeeze else out

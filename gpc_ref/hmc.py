@@ -50,18 +50,34 @@ References
 - [Geyer92] Geyer (1992), *Practical Markov chain Monte Carlo*: the initial positive
   sequence estimator of the integrated autocorrelation time.
 """
+
 from __future__ import annotations
 
-import numbers
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .hyperparameters import gaussian_log_prior
+from .hyperparameters import wb_scale
 from .kernels import SEKernel
-from .laplace import (ConvergenceWarning, laplace_evidence, laplace_mode, laplace_predict_latent,
-                      laplace_predict_proba)
-from .validation import check_binary_labels, check_matrix, check_rng, check_same_length, check_vector
+from .laplace import laplace_evidence
+from .laplace import laplace_mode
+from .laplace import laplace_predict_latent
+from .laplace import laplace_predict_proba
+from .likelihoods import BinaryLikelihood
+from .progress import with_progress
+from .validation import ConvergenceWarning
+from .validation import check_binary_labels
+from .validation import check_matrix
+from .validation import check_positive_int
+from .validation import check_positive_scalar
+from .validation import check_positive_vector
+from .validation import check_rng
+from .validation import check_vector
 
 __all__ = [
     "LeapfrogResult",
@@ -69,14 +85,11 @@ __all__ = [
     "LaplaceHMCResult",
     "leapfrog",
     "hmc_sample",
-    "autocorrelation",
-    "effective_sample_size",
-    "wb_theta_scale",
-    "gaussian_log_prior",
     "HyperPosterior",
     "wb_log_posterior",
     "laplace_hmc",
-    "laplace_hmc_predict_proba",
+    "HMCPrediction",
+    "laplace_hmc_predict",
 ]
 
 
@@ -152,28 +165,6 @@ class HMCResult:
     mass: np.ndarray
 
 
-def _check_positive_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer ≥ {minimum}; got {value!r}")
-    return int(value)
-
-
-def _check_step_size(step_size):
-    if isinstance(step_size, bool) or not isinstance(step_size, numbers.Real) \
-            or not np.isfinite(step_size) or step_size <= 0:
-        raise ValueError(f"step_size must be a positive finite number; got {step_size!r}")
-    return float(step_size)
-
-
-def _check_mass(mass, dim):
-    mass = np.asarray(mass, dtype=float)
-    if mass.ndim == 0:
-        mass = np.full(dim, float(mass))
-    if mass.shape != (dim,) or not np.all(np.isfinite(mass)) or np.any(mass <= 0):
-        raise ValueError(f"mass must be a positive finite scalar or a vector of length {dim}; got {mass!r}")
-    return mass
-
-
 def _evaluate(log_prob_and_grad, x):
     """Call the target; a numerical failure or a NaN/inf value means "energy infinite"."""
     try:
@@ -190,7 +181,16 @@ def _evaluate(log_prob_and_grad, x):
     return (log_prob if finite else -np.inf), grad, finite
 
 
-def leapfrog(log_prob_and_grad, x, p, step_size, n_leapfrog, mass=1.0, grad=None):
+def leapfrog(
+    log_prob_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x: ArrayLike,
+    p: ArrayLike,
+    *,
+    step_size: float,
+    n_leapfrog: int,
+    mass: float | ArrayLike = 1.0,
+    grad: ArrayLike | None = None,
+) -> LeapfrogResult:
     r"""Simulate Hamiltonian dynamics with ``n_leapfrog`` leapfrog steps (Neal 2011, eqs 5.18–5.20).
 
     For :math:`H(x, p) = -\log\pi(x) + \tfrac12 p^T M^{-1} p` each step is
@@ -222,16 +222,16 @@ def leapfrog(log_prob_and_grad, x, p, step_size, n_leapfrog, mass=1.0, grad=None
     Returns
     -------
     LeapfrogResult
-        If the target is NaN/inf (or raises a numerical error) on the way the trajectory is
-        abandoned and ``finite`` is False.
+        The end point :math:`(x^*, p^*)` and the target there. If the target is NaN/inf (or
+        raises a numerical error) on the way the trajectory is abandoned and ``finite`` is False.
     """
     if not callable(log_prob_and_grad):
         raise ValueError("log_prob_and_grad must be a callable x -> (log_prob, grad)")
     x = check_vector(x, "x").copy()
     p = check_vector(p, "p", length=x.shape[0]).copy()
-    step_size = _check_step_size(step_size)
-    n_leapfrog = _check_positive_int(n_leapfrog, "n_leapfrog")
-    mass = _check_mass(mass, x.shape[0])
+    step_size = check_positive_scalar(step_size, "step_size")
+    n_leapfrog = check_positive_int(n_leapfrog, "n_leapfrog")
+    mass = check_positive_vector(mass, "mass", x.shape[0])
     n_evaluations = 0
     if grad is None:
         _, grad, finite = _evaluate(log_prob_and_grad, x)
@@ -253,19 +253,10 @@ def leapfrog(log_prob_and_grad, x, p, step_size, n_leapfrog, mass=1.0, grad=None
     return LeapfrogResult(x, p, log_prob, grad, n_evaluations, True)
 
 
-def _iterations(n_iter, progress, description):
-    """range(n_iter), wrapped in a tqdm bar when asked (tqdm imported only then)."""
-    if not progress:
-        return range(n_iter)
-    try:
-        from tqdm.auto import tqdm
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("progress=True needs tqdm (pip install tqdm)") from exc
-    return tqdm(range(n_iter), desc=description)
-
-
-def hmc_sample(log_prob_and_grad, x0, rng, step_size=0.1, n_leapfrog=20, n_iter=200, burn_in=None,
-               mass=1.0, progress=False):
+def hmc_sample(log_prob_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: ArrayLike, *,
+               rng: np.random.Generator | int, step_size: float = 0.1, n_leapfrog: int = 20, n_iter: int = 200,
+               burn_in: int | None = None, mass: float | ArrayLike = 1.0, progress: bool = False,
+               ) -> HMCResult:  # fmt: skip
     r"""Hybrid Monte Carlo (Duane et al. 1987; Neal 2011 §5.3; W&B 1997 §2.3).
 
     Each iteration
@@ -308,23 +299,24 @@ def hmc_sample(log_prob_and_grad, x0, rng, step_size=0.1, n_leapfrog=20, n_iter=
     Returns
     -------
     HMCResult
+        Every state, the retained ones, and the run's acceptance and energy-error record.
 
     Warns
     -----
-    UserWarning
+    ConvergenceWarning
         If no proposal was accepted in ``n_iter`` iterations (the step size is too large).
     """
     if not callable(log_prob_and_grad):
         raise ValueError("log_prob_and_grad must be a callable x -> (log_prob, grad)")
     x = check_vector(x0, "x0").copy()
     rng = check_rng(rng)
-    step_size = _check_step_size(step_size)
-    n_leapfrog = _check_positive_int(n_leapfrog, "n_leapfrog")
-    n_iter = _check_positive_int(n_iter, "n_iter")
-    burn_in = n_iter // 3 if burn_in is None else _check_positive_int(burn_in, "burn_in", minimum=0)
+    step_size = check_positive_scalar(step_size, "step_size")
+    n_leapfrog = check_positive_int(n_leapfrog, "n_leapfrog")
+    n_iter = check_positive_int(n_iter, "n_iter")
+    burn_in = n_iter // 3 if burn_in is None else check_positive_int(burn_in, "burn_in", minimum=0)
     if burn_in >= n_iter:
         raise ValueError(f"burn_in must be smaller than n_iter = {n_iter}; got {burn_in}")
-    mass = _check_mass(mass, x.shape[0])
+    mass = check_positive_vector(mass, "mass", x.shape[0])
     dim = x.shape[0]
 
     log_prob, grad, finite = _evaluate(log_prob_and_grad, x)
@@ -337,13 +329,13 @@ def hmc_sample(log_prob_and_grad, x0, rng, step_size=0.1, n_leapfrog=20, n_iter=
     accepted = np.zeros(n_iter, dtype=bool)
     energy_error = np.empty(n_iter)
     n_nonfinite = 0
-    for i in _iterations(n_iter, progress, "HMC"):
+    for i in with_progress(range(n_iter), progress, "HMC"):
         # Neal (2011) §5.3.2 step 1 / W&B (1997) §2.3 (ii): Gibbs-sample the momentum, p ~ N(0, M)
         p = np.sqrt(mass) * rng.standard_normal(dim)
         # W&B (1997) §2.3: H = E + K with E = −log π(x), K = pᵀM⁻¹p/2
         energy = -log_prob + 0.5 * np.sum(p**2 / mass)
         # Neal (2011) §5.3.2 step 2 / W&B (1997) §2.3 (i): L leapfrog steps of size ε
-        end = leapfrog(log_prob_and_grad, x, p, step_size, n_leapfrog, mass, grad=grad)
+        end = leapfrog(log_prob_and_grad, x, p, step_size=step_size, n_leapfrog=n_leapfrog, mass=mass, grad=grad)
         n_evaluations += end.n_evaluations
         new_energy = -end.log_prob + 0.5 * np.sum(end.p**2 / mass) if end.finite else np.inf
         delta = new_energy - energy
@@ -360,8 +352,11 @@ def hmc_sample(log_prob_and_grad, x0, rng, step_size=0.1, n_leapfrog=20, n_iter=
         energy_error[i] = delta
 
     if not accepted.any():
-        warnings.warn(f"HMC accepted none of its {n_iter} proposals; reduce step_size (now {step_size})",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"HMC accepted none of its {n_iter} proposals; reduce step_size (now {step_size})",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return HMCResult(
         samples=all_samples[burn_in:].copy(),
         all_samples=all_samples,
@@ -378,111 +373,7 @@ def hmc_sample(log_prob_and_grad, x0, rng, step_size=0.1, n_leapfrog=20, n_iter=
     )
 
 
-# ===================================================================== diagnostics
-def _as_chain(x, name="x"):
-    x = np.asarray(x, dtype=float)
-    if x.ndim not in (1, 2) or x.shape[0] < 2:
-        raise ValueError(f"{name} must be a chain of shape (n,) or (n, D) with n ≥ 2; got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return x
-
-
-def autocorrelation(x, max_lag=None):
-    r"""Sample autocorrelation :math:`\rho_k = c_k / c_0` of a chain, for lags 0..max_lag.
-
-    :math:`c_k = \frac1n\sum_{t=1}^{n-k}(x_t-\bar x)(x_{t+k}-\bar x)` (the usual biased
-    estimator, which keeps the sequence positive definite), computed by FFT. A constant
-    chain (e.g. one that never moved) has :math:`\rho_k = 1` at every lag by convention.
-
-    Parameters
-    ----------
-    x : array (n,) or (n, D)
-        The chain; columns are treated separately.
-    max_lag : int, optional
-        Largest lag; default ``n - 1``.
-
-    Returns
-    -------
-    ndarray (max_lag + 1,) or (max_lag + 1, D)
-    """
-    x = _as_chain(x)
-    n = x.shape[0]
-    max_lag = n - 1 if max_lag is None else _check_positive_int(max_lag, "max_lag", minimum=0)
-    if max_lag >= n:
-        raise ValueError(f"max_lag must be smaller than the chain length {n}; got {max_lag}")
-    column = x.ndim == 1
-    centred = (x[:, None] if column else x) - x.mean(axis=0)
-    size = 1 << int(np.ceil(np.log2(2 * n)))  # zero padding: no wrap-around
-    spectrum = np.fft.rfft(centred, n=size, axis=0)
-    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=size, axis=0)[: max_lag + 1] / n
-    c0 = acov[0]
-    constant = c0 <= 1e-300 * max(1.0, float(np.max(np.abs(x))) ** 2)
-    rho = acov / np.where(constant, 1.0, c0)
-    rho[:, constant] = 1.0
-    return rho[:, 0] if column else rho
-
-
-def effective_sample_size(x):
-    r"""Effective sample size :math:`n/\tau` by Geyer's initial positive sequence (Geyer 1992).
-
-    The integrated autocorrelation time :math:`\tau = 1 + 2\sum_{k\ge1}\rho_k` is estimated as
-    :math:`\tau = -1 + 2\sum_{m=0}^{M-1}\Gamma_m` with the pair sums
-    :math:`\Gamma_m = \rho_{2m} + \rho_{2m+1}`, truncated before the first
-    :math:`\Gamma_M \le 0` (for a reversible chain the true :math:`\Gamma_m` are positive, so a
-    non-positive one signals that noise has taken over). HMC's anticorrelated chains can have
-    :math:`\tau < 1`, i.e. an ESS above n; the estimate is capped at :math:`n\log_{10} n`.
-    A constant chain gets ESS = 1.
-
-    Parameters
-    ----------
-    x : array (n,) or (n, D)
-
-    Returns
-    -------
-    float or ndarray (D,)
-    """
-    x = _as_chain(x)
-    n = x.shape[0]
-    rho = autocorrelation(x)
-    column = rho.ndim == 1
-    rho = rho[:, None] if column else rho
-    out = np.empty(rho.shape[1])
-    for j in range(rho.shape[1]):
-        if np.all(rho[:, j] == 1.0):
-            out[j] = 1.0
-            continue
-        r = rho[:, j] if n % 2 == 0 else np.append(rho[:, j], 0.0)
-        # Geyer (1992): Γ_m = ρ_2m + ρ_2m+1, summed while positive
-        pairs = r[0::2] + r[1::2]
-        stop = np.flatnonzero(pairs <= 0)
-        m = stop[0] if stop.size else pairs.size
-        tau = -1.0 + 2.0 * np.sum(pairs[:m])
-        out[j] = min(n / tau, n * np.log10(n)) if tau > 0 else n * np.log10(n)
-    return float(out[0]) if column else out
-
-
 # ===================================================================== HMC over GP hyperparameters (W&B)
-def wb_theta_scale(kernel):
-    r"""The diagonal :math:`A` of the map :math:`\phi = A\theta` to W&B's log-hyperparameters.
-
-    ``log_variance`` (:math:`\log v_0`), ``log_bias`` (:math:`\log v_1`) and ``log_jitter`` keep
-    factor 1; every ``log_lengthscale`` gets :math:`-2`, since W&B's :math:`w_l = 1/\ell_l^2`
-    gives :math:`\log w_l = -2\log\ell_l` (W&B 1997 eq 8).
-    """
-    if not isinstance(kernel, SEKernel):
-        raise ValueError(f"kernel must be an SEKernel; got {type(kernel).__name__}")
-    return np.array([-2.0 if name.startswith("log_lengthscale") else 1.0 for name in kernel.theta_names])
-
-
-def gaussian_log_prior(phi, prior_mean=-3.0, prior_sd=3.0):
-    r"""Independent :math:`N(\mu_0, s_0^2)` log prior on each :math:`\phi_j`, and its gradient (W&B 1997 §2.3)."""
-    phi = np.asarray(phi, dtype=float)
-    z = (phi - prior_mean) / prior_sd
-    log_prior = float(np.sum(-0.5 * z**2 - np.log(prior_sd) - 0.5 * np.log(2.0 * np.pi)))
-    return log_prior, -z / prior_sd
-
-
 @dataclass(frozen=True)
 class HyperPosterior:
     r"""W&B's log hyperparameter posterior at one point φ (up to the constant log p(t)).
@@ -506,15 +397,25 @@ class HyperPosterior:
     mode: object = field(repr=False)
 
 
-def wb_log_posterior(kernel, X, y, phi, prior_mean=-3.0, prior_sd=3.0, likelihood=None, f_init=None):
+def wb_log_posterior(
+    kernel: SEKernel,
+    X: ArrayLike,
+    y: ArrayLike,
+    phi: ArrayLike,
+    *,
+    prior_mean: float = -3.0,
+    prior_sd: float = 3.0,
+    likelihood: BinaryLikelihood | None = None,
+    f_init: ArrayLike | None = None,
+) -> HyperPosterior:
     r"""The potential of W&B's HMC: :math:`-E(\phi) = \log q(t|\phi) + \log p(\phi)` and its gradient.
 
-    :math:`\phi = A\theta` are W&B's coordinates (:func:`wb_theta_scale`); the Laplace log
+    :math:`\phi = A\theta` are W&B's coordinates (:func:`gpc_ref.hyperparameters.wb_scale`); the Laplace log
     evidence and its θ-gradient (with the implicit term) come from
     :func:`~gpc_ref.laplace.laplace_evidence` at ``kernel.with_theta(phi / A)``, and
     :math:`\nabla_\phi = A^{-1}\nabla_\theta` by the chain rule. The prior is
     :func:`gaussian_log_prior` on φ. Its density is in φ; the density of θ differs by the
-    constant :math:`\log|\det A|` (see ``laplace.log_hyperprior``), which changes neither
+    constant :math:`\log|\det A|` (see :func:`gpc_ref.hyperparameters.log_hyperprior`), which changes neither
     gradients nor the maximiser.
 
     A Laplace mode that did not converge gives ``value = -inf`` (its evidence would be wrong);
@@ -524,19 +425,19 @@ def wb_log_posterior(kernel, X, y, phi, prior_mean=-3.0, prior_sd=3.0, likelihoo
     ----------
     kernel : SEKernel
         Defines the structure (which parameters); its own values are not used.
-    X, y : training data (labels in {−1, +1} or {0, 1})
+    X, y, likelihood, f_init
+        As in :func:`~gpc_ref.laplace.laplace_evidence` (``f_init`` warm-starts Newton).
     phi : array (P,)
         W&B's log-hyperparameters.
     prior_mean, prior_sd : float
-    likelihood : optional (default logistic)
-    f_init : array (n,), optional
-        Warm start for Newton.
+        As in :func:`~gpc_ref.hyperparameters.gaussian_log_prior`.
 
     Returns
     -------
     HyperPosterior
+        The value, its φ-gradient, its two parts and the Laplace mode.
     """
-    scale = wb_theta_scale(kernel)
+    scale = wb_scale(kernel)
     phi = check_vector(phi, "phi", length=scale.shape[0])
     with warnings.catch_warnings():
         # a non-converged Newton search is reported through value = −inf, not a warning
@@ -546,8 +447,13 @@ def wb_log_posterior(kernel, X, y, phi, prior_mean=-3.0, prior_sd=3.0, likelihoo
     if not evidence.mode.converged:
         return HyperPosterior(-np.inf, np.zeros_like(phi), -np.inf, log_prior, evidence.mode)
     # W&B (1997) §2.3: E = −log P_a(t|θ) − log P(θ); chain rule ∇_φ = A⁻¹ ∇_θ
-    return HyperPosterior(evidence.log_evidence + log_prior, evidence.gradient / scale + prior_gradient,
-                          evidence.log_evidence, log_prior, evidence.mode)
+    return HyperPosterior(
+        evidence.log_evidence + log_prior,
+        evidence.gradient / scale + prior_gradient,
+        evidence.log_evidence,
+        log_prior,
+        evidence.mode,
+    )
 
 
 @dataclass(frozen=True)
@@ -596,13 +502,32 @@ class LaplaceHMCResult:
     n_unconverged: int
     hmc: HMCResult = field(repr=False)
 
-    def kernels(self):
-        """One kernel per retained sample."""
+    def kernels(self) -> list[SEKernel]:
+        """One kernel per retained sample.
+
+        Returns
+        -------
+        list of SEKernel
+            ``kernel.with_theta(theta)`` for each row of ``thetas``.
+        """
         return [self.kernel.with_theta(theta) for theta in self.thetas]
 
 
-def laplace_hmc(kernel, X, y, rng, prior_mean=-3.0, prior_sd=3.0, step_size=0.1, n_leapfrog=20, n_iter=200,
-                burn_in=None, likelihood=None, progress=False):
+def laplace_hmc(
+    kernel: SEKernel,
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    rng: np.random.Generator | int,
+    prior_mean: float = -3.0,
+    prior_sd: float = 3.0,
+    step_size: float = 0.1,
+    n_leapfrog: int = 20,
+    n_iter: int = 200,
+    burn_in: int | None = None,
+    likelihood: BinaryLikelihood | None = None,
+    progress: bool = False,
+) -> LaplaceHMCResult:
     r"""Sample GP log-hyperparameters by HMC on the Laplace-approximate posterior (W&B 1997 §2.3).
 
     The target is W&B's :math:`p(\phi | t) \propto q(t|\phi)\,p(\phi)` with the Laplace log
@@ -610,7 +535,7 @@ def laplace_hmc(kernel, X, y, rng, prior_mean=-3.0, prior_sd=3.0, step_size=0.1,
     whose exact gradient includes the implicit dependence of the mode,
     :math:`\partial\hat f/\partial\theta = (I+KW)^{-1}(\partial K/\partial\theta)(t-\pi)`) and
     independent :math:`N(\mu_0, s_0^2)` priors on W&B's coordinates
-    :math:`\phi = A\theta = (\log v_0, \log w_1, \dots, \log w_d)` (:func:`wb_theta_scale`). The
+    :math:`\phi = A\theta = (\log v_0, \log w_1, \dots, \log w_d)` (:func:`gpc_ref.hyperparameters.wb_scale`). The
     chain runs in φ with unit mass, so ε means what it means in the paper; the gradient is
     :math:`\nabla_\phi = A^{-1}\nabla_\theta`.
 
@@ -626,35 +551,33 @@ def laplace_hmc(kernel, X, y, rng, prior_mean=-3.0, prior_sd=3.0, step_size=0.1,
         Its structure (ARD or not, bias) defines the hyperparameters and its ``theta`` the
         starting state. W&B start at :math:`\log v_0 = 0`, :math:`\log w_l = -2`, i.e.
         ``SEKernel(variance=1.0, lengthscale=np.full(d, np.e))``.
-    X : array (n, d)
-    y : array (n,)
-        Labels in {−1, +1} or {0, 1}.
-    rng : numpy.random.Generator or int
-    prior_mean, prior_sd : float
-        The N(−3, 3²) prior of W&B on each φ_j.
-    step_size, n_leapfrog, n_iter, burn_in, progress
+    X, y, likelihood
+        As in :func:`~gpc_ref.laplace.laplace_evidence` (default likelihood: logistic, as W&B).
+    rng, step_size, n_leapfrog, n_iter, burn_in, progress
         As in :func:`hmc_sample`; the defaults are W&B's (ε = 0.1, L = 20, 200 iterations,
         first third discarded).
-    likelihood : optional
-        Passed to the Laplace functions (default: logistic, as W&B).
+    prior_mean, prior_sd : float
+        The N(−3, 3²) prior of W&B on each φ_j.
 
     Returns
     -------
     LaplaceHMCResult
+        The samples in θ and in φ, their log posterior and evidence, and the run.
     """
-    scale = wb_theta_scale(kernel)
+    scale = wb_scale(kernel)
     X = check_matrix(X, "X")
-    y = check_binary_labels(y, "y", coding="pm1")
-    check_same_length(X, y, "X", "y")
-    if not (np.isfinite(prior_mean) and np.isfinite(prior_sd) and prior_sd > 0):
-        raise ValueError(f"prior_mean must be finite and prior_sd positive; got {prior_mean!r}, {prior_sd!r}")
+    y = check_binary_labels(y, "y", coding="pm1", length=X.shape[0])
+    check_vector(prior_mean, "prior_mean", length=1)
+    check_positive_scalar(prior_sd, "prior_sd")
     # warm start and bookkeeping, shared by the successive calls of the target
     state = {"f": None, "n_newton": 0, "n_unconverged": 0}
 
     def log_posterior_and_grad(phi):
         if np.any(np.abs(phi / scale) > 700.0):  # exp(θ) would overflow: outside any sensible model
             return -np.inf, np.zeros_like(phi)
-        point = wb_log_posterior(kernel, X, y, phi, prior_mean, prior_sd, likelihood, f_init=state["f"])
+        point = wb_log_posterior(
+            kernel, X, y, phi, prior_mean=prior_mean, prior_sd=prior_sd, likelihood=likelihood, f_init=state["f"]
+        )
         state["n_newton"] += int(point.mode.n_iter)
         if np.isfinite(point.value):
             state["f"] = point.mode.f  # warm start for the next evaluation, one leapfrog step away
@@ -662,8 +585,17 @@ def laplace_hmc(kernel, X, y, rng, prior_mean=-3.0, prior_sd=3.0, step_size=0.1,
             state["n_unconverged"] += 1
         return point.value, point.gradient
 
-    run = hmc_sample(log_posterior_and_grad, scale * kernel.theta, rng, step_size=step_size,
-                     n_leapfrog=n_leapfrog, n_iter=n_iter, burn_in=burn_in, mass=1.0, progress=progress)
+    run = hmc_sample(
+        log_posterior_and_grad,
+        scale * kernel.theta,
+        rng=rng,
+        step_size=step_size,
+        n_leapfrog=n_leapfrog,
+        n_iter=n_iter,
+        burn_in=burn_in,
+        mass=1.0,
+        progress=progress,
+    )
     all_thetas = run.all_samples / scale
     log_priors = np.array([gaussian_log_prior(phi, prior_mean, prior_sd)[0] for phi in run.all_samples])
     return LaplaceHMCResult(
@@ -684,46 +616,81 @@ def laplace_hmc(kernel, X, y, rng, prior_mean=-3.0, prior_sd=3.0, step_size=0.1,
     )
 
 
-def laplace_hmc_predict_proba(result, X, y, X_test, method="erf_mixture", likelihood=None, progress=False):
-    r"""P(y* = +1 | x*, t) averaged over the retained hyperparameter samples (W&B 1997 eq 9).
+@dataclass(frozen=True)
+class HMCPrediction:
+    r"""Predictions averaged over the HMC samples of the hyperparameters (W&B 1997 eq 9).
+
+    Attributes
+    ----------
+    mean, var : ndarray (m,)
+        Mean and variance of the latent predictive, the equal-weight mixture over the samples of
+        the Laplace latent predictives :math:`N(\mu_*^{(s)}, s_*^{2(s)})` (law of total variance).
+    proba : ndarray (m,)
+        :math:`P(y_* = +1)` averaged over the samples.
+    """
+
+    mean: np.ndarray
+    var: np.ndarray
+    proba: np.ndarray
+
+
+def laplace_hmc_predict(
+    result: LaplaceHMCResult,
+    X: ArrayLike,
+    y: ArrayLike,
+    X_test: ArrayLike,
+    *,
+    method: str = "erf_mixture",
+    likelihood: BinaryLikelihood | None = None,
+    progress: bool = False,
+) -> HMCPrediction:
+    r"""Predictions averaged over the retained hyperparameter samples (W&B 1997 eq 9).
 
     .. math:: \bar\pi(x_*) = \int \hat\pi(x_*|\theta)\, p(\theta|t)\,d\theta
               \approx \frac1S\sum_{s=1}^S \hat\pi(x_*|\theta^{(s)}),
 
-    where :math:`\hat\pi(x_*|\theta)` is the Laplace prediction at fixed hyperparameters
-    (mode, latent mean and variance, then the erf mixture or ``method``). A rejected proposal
-    repeats a sample, and its prediction is reused rather than recomputed.
+    where :math:`\hat\pi(x_*|\theta)` is the Laplace prediction at fixed hyperparameters (mode, latent
+    mean and variance, then the erf mixture or ``method``). A rejected proposal repeats a sample,
+    and its prediction is reused rather than recomputed.
 
     Parameters
     ----------
     result : LaplaceHMCResult
-    X, y : the training data the chain was run on
+        The chain (:func:`laplace_hmc`).
+    X, y, likelihood
+        The training data and likelihood the chain was run with.
     X_test : array (m, d)
+        Test inputs.
     method : str
         How the Gaussian–sigmoid integral is done (``laplace_predict_proba``'s ``method``).
+    progress : bool
+        Show a progress bar over the samples.
 
     Returns
     -------
-    ndarray (m,)
-        Averaged P(y* = +1).
+    HMCPrediction
+        The mixture's latent mean and variance and the averaged :math:`P(y_* = +1)`.
     """
     if not isinstance(result, LaplaceHMCResult):
         raise ValueError(f"result must be a LaplaceHMCResult; got {type(result).__name__}")
     X = check_matrix(X, "X")
-    y = check_binary_labels(y, "y", coding="pm1")
-    check_same_length(X, y, "X", "y")
+    y = check_binary_labels(y, "y", coding="pm1", length=X.shape[0])
     X_test = check_matrix(X_test, "X_test", n_features=X.shape[1])
-    total = np.zeros(X_test.shape[0])
-    previous_theta, previous_proba, f_init = None, None, None
-    for s in _iterations(len(result.thetas), progress, "HMC predictions"):
+    total_p, total_mean, total_second = (np.zeros(X_test.shape[0]) for _ in range(3))
+    previous_theta, f_init = None, None
+    for s in with_progress(range(len(result.thetas)), progress, "HMC predictions"):
         theta = result.thetas[s]
         if previous_theta is None or not np.array_equal(theta, previous_theta):
             candidate = result.kernel.with_theta(theta)
             mode = laplace_mode(candidate.K(X), y, likelihood=likelihood, f_init=f_init)
             f_init = mode.f
             mean, var = laplace_predict_latent(mode, candidate, X, X_test)
-            previous_proba = laplace_predict_proba(mean, var, method=method, likelihood=likelihood)
+            proba = laplace_predict_proba(mean, var, method=method, likelihood=likelihood)
             previous_theta = theta
         # W&B (1997) eq 9: average the fixed-θ predictions over the posterior samples
-        total += previous_proba
-    return total / len(result.thetas)
+        total_p += proba
+        total_mean += mean
+        total_second += var + mean**2
+    S = len(result.thetas)
+    mixture_mean = total_mean / S
+    return HMCPrediction(mixture_mean, np.maximum(total_second / S - mixture_mean**2, 0.0), total_p / S)

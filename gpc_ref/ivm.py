@@ -51,17 +51,29 @@ References
 - [Minka01] Minka (2001): assumed density filtering as one pass of expectation propagation.
 - [GPML] Rasmussen & Williams (2006), eqs 2.25–2.26 (GP regression, used for the predictions).
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import log_ndtr
 
 from .kernels import SEKernel
+from .kernels import class_kernels
 from .likelihoods import MultinomialProbitLikelihood
-from .linalg import cholesky, solve_lower
-from .validation import check_matrix, check_rng
+from .linalg import cholesky
+from .linalg import solve_lower
+from .progress import with_progress
+from .validation import check_choice
+from .validation import check_class_codes
+from .validation import check_matrix
+from .validation import check_positive_int
+from .validation import check_rng
 
 __all__ = [
     "IVMFit",
@@ -134,18 +146,27 @@ class IVMFit:
     kernels: tuple | None = None
 
     @property
-    def n_active(self):
+    def n_active(self) -> int:
         """Number of included points S."""
         return len(self.active_set)
 
     @property
-    def n_classes(self):
+    def n_classes(self) -> int:
         """Number of classes K."""
         return self.mean.shape[1]
 
 
 # --------------------------------------------------------------------------- the ADF update
-def adf_include(M, var, mean, column, shift, step, n, kernel_of_class):
+def adf_include(
+    M: np.ndarray,
+    var: np.ndarray,
+    mean: np.ndarray,
+    column: np.ndarray,
+    shift: np.ndarray,
+    step: int,
+    n: int,
+    kernel_of_class: np.ndarray,
+) -> None:
     r"""Include point ``n`` at step ``step``: G&R eqs 5.1–5.4 for every class, in place.
 
     Conditioning :math:`Q(\mathbf m_k) = N(\tilde{\mathbf m}_k, \Sigma_k)` on one unit-noise
@@ -202,7 +223,9 @@ def _logsumexp_rows(A):
         return (top + np.log(np.sum(np.exp(A - top), axis=1, keepdims=True)))[:, 0]
 
 
-def target_log_probability(t, mean, var, likelihood=None):
+def target_log_probability(
+    t: ArrayLike, mean: ArrayLike, var: ArrayLike, likelihood: MultinomialProbitLikelihood | None = None
+) -> np.ndarray:
     r"""log P(t_m | m̃_m, s_m) of each point's own class under the current posterior (G&R eq 5.5).
 
     .. math:: P(t_m = k) = E_u\Bigl\{\prod_{j\ne k}\Phi\Bigl(\frac{u\,v_{km} + \tilde m_{mk} - \tilde m_{mj}}
@@ -214,12 +237,17 @@ def target_log_probability(t, mean, var, likelihood=None):
 
     Parameters
     ----------
-    t : ndarray (n,) of int
+    t : array_like (n,) of int
         Class codes.
-    mean, var : ndarray (n, K)
+    mean, var : array_like (n, K)
         Posterior means :math:`\tilde m_{mk}` and variances :math:`s_{km}`.
     likelihood : MultinomialProbitLikelihood, optional
         Supplies the quadrature rule (default 48 nodes).
+
+    Returns
+    -------
+    ndarray (n,)
+        :math:`\log P(t_m \mid \tilde{\mathbf m}_m, \mathbf s_m)`.
     """
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
     t = np.asarray(t, dtype=int)
@@ -239,7 +267,7 @@ def target_log_probability(t, mean, var, likelihood=None):
     return out
 
 
-def pairwise_log_probability(t, mean, var):
+def pairwise_log_probability(t: ArrayLike, mean: ArrayLike, var: ArrayLike) -> np.ndarray:
     r"""The product of the pairwise probabilities, a cheap lower bound on eq 5.5 (exact for K = 2).
 
     Under the current posterior the auxiliary vector :math:`\mathbf y_m` has independent components
@@ -252,8 +280,18 @@ def pairwise_log_probability(t, mean, var):
 
     .. math:: \sum_{j\ne k}\log\Phi(d_j) \;\le\; \log P(t_m = k) \;\le\; \min_{j\ne k}\log\Phi(d_j).
 
-    Returns the left-hand side, :math:`K - 1` evaluations of :math:`\log\Phi` per point against
+    The left-hand side costs :math:`K - 1` evaluations of :math:`\log\Phi` per point against
     :math:`(K-1)Q` for the quadrature; :func:`select_predictive` uses it to screen candidates.
+
+    Parameters
+    ----------
+    t, mean, var
+        As in :func:`target_log_probability`.
+
+    Returns
+    -------
+    ndarray (n,)
+        :math:`\sum_{j\ne k}\log\Phi(d_j)` for each point, :math:`k = t_m`.
     """
     t = np.asarray(t, dtype=int)
     rows = np.arange(len(t))
@@ -265,7 +303,14 @@ def pairwise_log_probability(t, mean, var):
     return log_pairwise.sum(axis=1)
 
 
-def select_predictive(t, mean, var, candidates, likelihood=None, screen=False):
+def select_predictive(
+    t: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    candidates: ArrayLike,
+    likelihood: MultinomialProbitLikelihood | None = None,
+    screen: bool = False,
+) -> tuple[int, float]:
     r"""The candidate with the smallest posterior probability of its own class (G&R §5, eq 5.5).
 
     With ``screen=False`` every candidate is scored by :func:`target_log_probability`:
@@ -275,9 +320,25 @@ def select_predictive(t, mean, var, candidates, likelihood=None, screen=False):
     point chosen is the same unless the least probable point falls outside that shortlist under the
     pairwise ranking (the tests and the book check that the two agree on their examples).
 
+    Parameters
+    ----------
+    t : ndarray (N,) of int
+        Class codes of all N training points.
+    mean, var : ndarray (N, K)
+        Current posterior means and variances at all N points.
+    candidates : array_like of int
+        Indices of the points not yet included.
+    likelihood
+        As in :func:`target_log_probability`.
+    screen : bool
+        Shortlist by :func:`pairwise_log_probability` first.
+
     Returns
     -------
-    (index, log_probability) : the chosen point and its eq-5.5 log probability.
+    index : int
+        The chosen point.
+    log_probability : float
+        Its eq-5.5 log probability.
     """
     candidates = np.asarray(candidates, dtype=int)
     if screen and len(candidates) > SHORTLIST:
@@ -288,7 +349,7 @@ def select_predictive(t, mean, var, candidates, likelihood=None, screen=False):
     return int(candidates[best]), float(log_p[best])
 
 
-def entropy_reduction(var):
+def entropy_reduction(var: ArrayLike) -> np.ndarray:
     r"""Entropy reduction of :math:`Q(\mathbf M)` if point m were included next: :math:`\tfrac12\sum_k \log(1 + s_{km})`.
 
     Lawrence et al. (2003) select the point whose inclusion most reduces the entropy of the
@@ -301,30 +362,21 @@ def entropy_reduction(var):
 
     Parameters
     ----------
-    var : ndarray (n, K)
+    var : array_like (n, K)
         Posterior variances :math:`s_{km}`.
+
+    Returns
+    -------
+    ndarray (n,)
     """
     return 0.5 * np.log1p(np.maximum(np.asarray(var, dtype=float), 0.0)).sum(axis=1)
 
 
 # --------------------------------------------------------------------------- the algorithm
-def _check_codes(t, n_classes):
-    t = np.asarray(t)
-    if t.ndim != 1 or len(t) == 0:
-        raise ValueError(f"t must be a non-empty 1-D array of class codes; got shape {t.shape}")
-    if not np.issubdtype(t.dtype, np.number) or np.any(t != np.round(t)) or np.any(t < 0):
-        raise ValueError("t must hold integer class codes 0..K-1")
-    t = t.astype(int)
-    n_classes = int(t.max()) + 1 if n_classes is None else int(n_classes)
-    if n_classes < 2:
-        raise ValueError(f"n_classes must be at least 2; got {n_classes}")
-    if t.max() >= n_classes:
-        raise ValueError(f"t must hold class codes in 0..{n_classes - 1}; got {t.max()}")
-    return t, n_classes
-
-
-def ivm_adf(kernel_column, prior_var, t, n_active, selection="predictive", rng=0, *, n_classes=None,
-            likelihood=None, screen=False, targets=None, progress=False):
+def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: ArrayLike, *, n_active: int,
+            selection: str = "predictive", rng: np.random.Generator | int = 0, n_classes: int | None = None,
+            likelihood: MultinomialProbitLikelihood | None = None, screen: bool = False,
+            targets: ArrayLike | None = None, progress: bool = False) -> IVMFit:  # fmt: skip
     r"""Sparse multi-class GP classification by ADF: G&R (2006) eqs 5.1–5.5.
 
     Starting from the prior (:math:`M_k = 0`, :math:`\tilde{\mathbf m}_k = 0`,
@@ -352,9 +404,9 @@ def ivm_adf(kernel_column, prior_var, t, n_active, selection="predictive", rng=0
     kernel_column : callable
         ``kernel_column(n)`` returns the n-th column of each of the G prior covariances, shape
         (G, N), jitter included at entry n.
-    prior_var : ndarray (G, N) or (N,)
+    prior_var : array_like (G, N) or (N,)
         Prior variances :math:`\mathrm{diag}\,C_g` (jitter included).
-    t : ndarray (N,) of int
+    t : array_like (N,) of int
         Class codes 0..K−1.
     n_active : int
         Number of points S to include (1 ≤ S ≤ N).
@@ -369,7 +421,7 @@ def ivm_adf(kernel_column, prior_var, t, n_active, selection="predictive", rng=0
     screen : bool
         Rank the candidates of the predictive rule by :func:`pairwise_log_probability` and score
         only a shortlist by the quadrature (see :func:`select_predictive`).
-    targets : ndarray (N, K), optional
+    targets : array_like (N, K), optional
         Fixed site values :math:`\tilde{\mathbf y}` to use instead of eqs 4.3–4.4. With every point
         included the result is then exactly GP regression with unit noise on these targets.
     progress : bool
@@ -387,15 +439,13 @@ def ivm_adf(kernel_column, prior_var, t, n_active, selection="predictive", rng=0
     if prior_var.ndim != 2 or not np.all(np.isfinite(prior_var)) or np.any(prior_var <= 0):
         raise ValueError("prior_var must be a finite positive array of shape (G, N) or (N,)")
     n_kernels, n_points = prior_var.shape
-    t, n_classes = _check_codes(t, n_classes)
-    if len(t) != n_points:
-        raise ValueError(f"t has {len(t)} codes but prior_var describes {n_points} points")
+    t, n_classes = check_class_codes(t, n_points, n_classes, require_all=False)
     if n_kernels not in (1, n_classes):
         raise ValueError(f"there must be 1 kernel or one per class ({n_classes}); got {n_kernels}")
-    if isinstance(n_active, bool) or not isinstance(n_active, (int, np.integer)) or not 1 <= n_active <= n_points:
+    n_active = check_positive_int(n_active, "n_active")
+    if n_active > n_points:
         raise ValueError(f"n_active must be an integer in 1..{n_points} (the number of points); got {n_active!r}")
-    if selection not in SELECTION_RULES:
-        raise ValueError(f"selection must be one of {SELECTION_RULES}; got {selection!r}")
+    check_choice(selection, "selection", SELECTION_RULES)
     if not callable(kernel_column):
         raise ValueError("kernel_column must be a callable returning column n of each prior covariance")
     if targets is not None:
@@ -417,19 +467,16 @@ def ivm_adf(kernel_column, prior_var, t, n_active, selection="predictive", rng=0
     entropy_gain = np.empty(n_active)
     random_order = rng.permutation(n_points)
 
-    steps = range(n_active)
-    if progress:
-        from tqdm.auto import tqdm
-        steps = tqdm(steps, desc=f"IVM ({selection})")
-    for step in steps:
+    for step in with_progress(range(n_active), progress, f"IVM ({selection})"):
         var_by_class = var[kernel_of_class].T  # (N, K): s_k of every class, column k from kernel g(k)
         if step == 0 or selection == "random":
             n = int(random_order[step]) if selection == "random" else int(random_order[0])
             log_target_prob[step] = target_log_probability(t[[n]], mean[[n]], var_by_class[[n]], likelihood)[0]
         elif selection == "predictive":
             # G&R (2006) §5: include the point with the smallest P(t_m | x_m, m̃, s) (eq 5.5)
-            n, log_target_prob[step] = select_predictive(t, mean, var_by_class, np.flatnonzero(~included),
-                                                         likelihood, screen)
+            n, log_target_prob[step] = select_predictive(
+                t, mean, var_by_class, np.flatnonzero(~included), likelihood, screen
+            )
         else:
             # Lawrence et al. (2003): include the point whose inclusion reduces the entropy most
             candidates = np.flatnonzero(~included)
@@ -449,42 +496,42 @@ def ivm_adf(kernel_column, prior_var, t, n_active, selection="predictive", rng=0
         if column.ndim == 1:
             column = column[None, :]
         if column.shape != (n_kernels, n_points) or not np.all(np.isfinite(column)):
-            raise ValueError(f"kernel_column({n}) must return a finite array of shape ({n_kernels}, {n_points}); "
-                             f"got {column.shape}")
+            raise ValueError(
+                f"kernel_column({n}) must return a finite array of shape ({n_kernels}, {n_points}); got {column.shape}"
+            )
         # G&R (2006) eqs 5.1–5.4
         adf_include(M, var, mean, column, shift, step, n, kernel_of_class)
         included[n] = True
         active_set[step] = n
 
-    return IVMFit(active_set=active_set, targets=site_targets, mean=mean, var=var[kernel_of_class].T.copy(),
-                  M=M, kernel_of_class=kernel_of_class, log_target_probability=log_target_prob,
-                  entropy_reduction=entropy_gain, selection=selection)
+    return IVMFit(
+        active_set=active_set,
+        targets=site_targets,
+        mean=mean,
+        var=var[kernel_of_class].T.copy(),
+        M=M,
+        kernel_of_class=kernel_of_class,
+        log_target_probability=log_target_prob,
+        entropy_reduction=entropy_gain,
+        selection=selection,
+    )
 
 
-def _kernel_tuple(kernel, n_classes):
-    """One shared SEKernel, or one per class."""
-    if kernel is None:
-        return (SEKernel(),)
-    if isinstance(kernel, SEKernel):
-        return (kernel,)
-    kernels = tuple(kernel)
-    if len(kernels) != n_classes or not all(isinstance(k, SEKernel) for k in kernels):
-        raise ValueError(f"kernel must be an SEKernel or a sequence of {n_classes} SEKernels (one per class)")
-    return kernels
-
-
-def ivm_fit(X, t, kernel, n_active, selection="predictive", rng=0, *, n_classes=None, likelihood=None,
-            screen=False, targets=None, progress=False):
+def ivm_fit(kernel: SEKernel | Sequence[SEKernel] | None, X: ArrayLike, t: ArrayLike, *, n_active: int,
+            selection: str = "predictive", rng: np.random.Generator | int = 0, n_classes: int | None = None,
+            likelihood: MultinomialProbitLikelihood | None = None, screen: bool = False,
+            targets: ArrayLike | None = None, progress: bool = False) -> IVMFit:  # fmt: skip
     r"""The multi-class IVM on inputs ``X`` with squared-exponential kernel(s): :func:`ivm_adf` with
     the kernel columns computed one at a time from ``X``.
 
     Parameters
     ----------
-    X : ndarray (N, D)
-    t : ndarray (N,) of int
+    kernel : SEKernel or sequence of K SEKernels or None
+        One kernel shared by every class (G&R's experiments) or one per class; ``None`` is ``SEKernel()``.
+    X : array_like (N, D)
+        Training inputs.
+    t : array_like (N,) of int
         Class codes 0..K−1.
-    kernel : SEKernel or sequence of K SEKernels
-        One kernel shared by every class (G&R's experiments) or one per class.
     n_active, selection, rng, n_classes, likelihood, screen, targets, progress
         As in :func:`ivm_adf`.
 
@@ -494,26 +541,36 @@ def ivm_fit(X, t, kernel, n_active, selection="predictive", rng=0, *, n_classes=
         With ``X_active`` and ``kernels`` set, ready for :func:`ivm_predict`.
     """
     X = check_matrix(X, "X")
-    t, n_classes = _check_codes(t, n_classes)
-    if len(t) != X.shape[0]:
-        raise ValueError(f"X and t must have the same number of points; got {X.shape[0]} and {len(t)}")
-    kernels = _kernel_tuple(kernel, n_classes)
+    t, n_classes = check_class_codes(t, X.shape[0], n_classes, require_all=False)
+    per_class, shared = class_kernels(SEKernel() if kernel is None else kernel, n_classes)
+    kernels = per_class[:1] if shared else per_class
     for k in kernels:
-        k._check_inputs(X[:1], "X")
+        k.diag(X[:1])  # checks that the kernel fits the inputs (ARD lengthscales per feature)
 
     def kernel_column(n):
         # c_gn = k_g(X, x_n), with the jitter of C_g at entry n
-        column = np.stack([k.K(X, X[n:n + 1])[:, 0] for k in kernels])
+        column = np.stack([k.K(X, X[n : n + 1])[:, 0] for k in kernels])
         column[:, n] += [k.jitter for k in kernels]
         return column
 
     prior_var = np.stack([k.diag(X) for k in kernels])
-    fit = ivm_adf(kernel_column, prior_var, t, n_active, selection, rng, n_classes=n_classes,
-                  likelihood=likelihood, screen=screen, targets=targets, progress=progress)
+    fit = ivm_adf(
+        kernel_column,
+        prior_var,
+        t,
+        n_active=n_active,
+        selection=selection,
+        rng=rng,
+        n_classes=n_classes,
+        likelihood=likelihood,
+        screen=screen,
+        targets=targets,
+        progress=progress,
+    )
     return replace(fit, X_active=X[fit.active_set].copy(), kernels=kernels)
 
 
-def ivm_predict(fit, X, *, path=False):
+def ivm_predict(fit: IVMFit, X: ArrayLike, *, path: bool = False) -> tuple[np.ndarray, np.ndarray]:
     r"""Posterior means and variances of the K latent functions at new inputs, from the active set.
 
     After S inclusions with fixed site values :math:`\tilde{\mathbf y}_{\mathcal I}`, each
@@ -534,14 +591,15 @@ def ivm_predict(fit, X, *, path=False):
     ----------
     fit : IVMFit
         From :func:`ivm_fit`.
-    X : ndarray (N*, D)
+    X : array_like (N*, D)
+        Test inputs.
     path : bool
         If True return arrays of shape (S, N*, K): entry l is the prediction after l + 1 inclusions.
 
     Returns
     -------
-    (mean, var) : ndarrays (N*, K), or (S, N*, K) with ``path=True``. Pass them to
-    ``MultinomialProbitLikelihood().predict`` for class probabilities (G&R §4.5, eq 5.5).
+    mean, var : ndarrays (N*, K), or (S, N*, K) with ``path=True``
+        Pass them to ``MultinomialProbitLikelihood().predict`` for class probabilities (G&R §4.5, eq 5.5).
     """
     if fit.kernels is None or fit.X_active is None:
         raise ValueError("fit must come from ivm_fit (it needs the kernels and the active inputs)")

@@ -37,13 +37,19 @@ References
 - [GR06] Girolami & Rogers (2006), §6.1.
 - [GPML] Rasmussen & Williams (2006), eq 5.2 (ARD squared exponential).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .validation import check_matrix, check_positive
+from .validation import check_matrix
+from .validation import check_positive
 
-__all__ = ["SEKernel"]
+__all__ = ["SEKernel", "class_kernels", "stack_theta", "unstack_theta"]
 
 
 class SEKernel:
@@ -74,8 +80,15 @@ class SEKernel:
     ['log_variance', 'log_lengthscale[0]', 'log_lengthscale[1]']
     """
 
-    def __init__(self, variance=1.0, lengthscale=1.0, bias=0.0, jitter=1e-8,
-                 learn_bias=None, learn_jitter=False):
+    def __init__(
+        self,
+        variance: float = 1.0,
+        lengthscale: float | ArrayLike = 1.0,
+        bias: float = 0.0,
+        jitter: float = 1e-8,
+        learn_bias: bool | None = None,
+        learn_jitter: bool = False,
+    ) -> None:
         self.variance = float(check_positive(variance, "variance"))
         lengthscale = check_positive(lengthscale, "lengthscale")
         if lengthscale.ndim > 1:
@@ -92,12 +105,12 @@ class SEKernel:
 
     # ------------------------------------------------------------------ parameters
     @property
-    def ard(self):
+    def ard(self) -> bool:
         """True when there is one lengthscale per input dimension."""
         return np.ndim(self.lengthscale) == 1
 
     @property
-    def theta(self):
+    def theta(self) -> np.ndarray:
         """Log of the learnable parameters, in the order of :attr:`theta_names`."""
         parts = [np.log([self.variance]), np.log(np.atleast_1d(self.lengthscale))]
         if self.learn_bias:
@@ -107,7 +120,7 @@ class SEKernel:
         return np.concatenate(parts)
 
     @property
-    def theta_names(self):
+    def theta_names(self) -> list[str]:
         """Names of the entries of :attr:`theta`."""
         names = ["log_variance"]
         if self.ard:
@@ -120,8 +133,19 @@ class SEKernel:
             names.append("log_jitter")
         return names
 
-    def with_theta(self, theta):
-        """Return a new kernel whose learnable parameters are ``exp(theta)``."""
+    def with_theta(self, theta: ArrayLike) -> SEKernel:
+        """Return a new kernel whose learnable parameters are ``exp(theta)``.
+
+        Parameters
+        ----------
+        theta : array-like (P,)
+            Finite log-parameters in the order of :attr:`theta_names`.
+
+        Returns
+        -------
+        SEKernel
+            The same learnable set (``learn_bias``, ``learn_jitter``); a fixed bias or jitter is kept.
+        """
         theta = np.asarray(theta, dtype=float)
         n_lengthscales = len(np.atleast_1d(self.lengthscale))
         expected = 1 + n_lengthscales + int(self.learn_bias) + int(self.learn_jitter)
@@ -130,7 +154,7 @@ class SEKernel:
         if not np.all(np.isfinite(theta)):
             raise ValueError(f"theta contains NaN or infinite values: {theta}")
         values = np.exp(theta)
-        lengthscale = values[1:1 + n_lengthscales]
+        lengthscale = values[1 : 1 + n_lengthscales]
         position = 1 + n_lengthscales
         bias = self.bias
         if self.learn_bias:
@@ -145,8 +169,20 @@ class SEKernel:
             learn_jitter=self.learn_jitter,
         )
 
-    def with_params(self, **changes):
-        """Return a copy with some constructor arguments changed."""
+    def with_params(self, **changes: Any) -> SEKernel:
+        """Return a copy with some constructor arguments changed.
+
+        Parameters
+        ----------
+        **changes
+            Constructor arguments by name (``variance``, ``lengthscale``, ...), checked as the
+            constructor checks them; an unknown name raises.
+
+        Returns
+        -------
+        SEKernel
+            A new kernel; this one is unchanged.
+        """
         params = self.get_params()
         unknown = set(changes) - set(params)
         if unknown:
@@ -154,16 +190,52 @@ class SEKernel:
         params.update(changes)
         return SEKernel(**params)
 
-    def get_params(self):
-        """Constructor arguments as a dict (scikit-learn style)."""
-        return dict(variance=self.variance, lengthscale=self.lengthscale, bias=self.bias,
-                    jitter=self.jitter, learn_bias=self.learn_bias, learn_jitter=self.learn_jitter)
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor arguments as a dict (scikit-learn style).
 
-    def __sklearn_clone__(self):
+        Parameters
+        ----------
+        deep : bool
+            Accepted for scikit-learn and without effect (a kernel holds no estimators).
+
+        Returns
+        -------
+        dict
+            ``variance``, ``lengthscale``, ``bias``, ``jitter``, ``learn_bias``, ``learn_jitter``.
+        """
+        return dict(
+            variance=self.variance,
+            lengthscale=self.lengthscale,
+            bias=self.bias,
+            jitter=self.jitter,
+            learn_bias=self.learn_bias,
+            learn_jitter=self.learn_jitter,
+        )
+
+    def set_params(self, **params: Any) -> SEKernel:
+        """Change constructor arguments in place (scikit-learn style), checked as the constructor checks them.
+
+        ``GridSearchCV`` reaches the kernel through an estimator's ``kernel__lengthscale`` and so on.
+
+        Parameters
+        ----------
+        **params
+            Constructor arguments by name, as :meth:`with_params` takes them.
+
+        Returns
+        -------
+        SEKernel
+            The kernel itself.
+        """
+        changed = self.with_params(**params)  # validates every argument, or raises naming it
+        self.__dict__.update(changed.__dict__)
+        return self
+
+    def __sklearn_clone__(self) -> SEKernel:
         """A fresh copy: lets scikit-learn's ``clone`` (cross-validation, grid search) copy an estimator holding a kernel."""
         return self.with_params()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         lengthscale = np.round(self.lengthscale, 4).tolist() if self.ard else round(self.lengthscale, 4)
         text = f"SEKernel(variance={self.variance:.4g}, lengthscale={lengthscale}"
         if self.bias:
@@ -172,7 +244,7 @@ class SEKernel:
 
     # ------------------------------------------------------------------ covariances
     def _check_inputs(self, X, name):
-        X = check_matrix(X, name)
+        X = check_matrix(X, name, allow_vector=True)
         if self.ard and X.shape[1] != len(self.lengthscale):
             raise ValueError(
                 f"{name} has {X.shape[1]} feature(s) but the kernel has {len(self.lengthscale)} lengthscales"
@@ -185,11 +257,22 @@ class SEKernel:
         sq = (Xs**2).sum(1)[:, None] + (Zs**2).sum(1)[None, :] - 2.0 * Xs @ Zs.T
         return np.maximum(sq, 0.0)
 
-    def K(self, X, Z=None):
+    def K(self, X: ArrayLike, Z: ArrayLike | None = None) -> np.ndarray:
         """Covariance matrix.
 
         ``K(X)`` is the (n, n) training covariance with jitter on its diagonal;
         ``K(X, Z)`` is the (n, m) cross covariance without jitter.
+
+        Parameters
+        ----------
+        X : array-like (n, D) or (n,)
+            Inputs (a 1-D array is n points with one feature).
+        Z : array-like (m, D) or (m,), optional
+            Second inputs, for the cross covariance.
+
+        Returns
+        -------
+        ndarray (n, n) or (n, m)
         """
         X = self._check_inputs(X, "X")
         if Z is None:
@@ -203,17 +286,38 @@ class SEKernel:
 
     __call__ = K
 
-    def diag(self, X):
-        """Prior variances k(x, x) of the points in X (jitter included)."""
+    def diag(self, X: ArrayLike) -> np.ndarray:
+        """Prior variances k(x, x) of the points in X (jitter included).
+
+        Parameters
+        ----------
+        X : array-like (n, D) or (n,)
+            As in :meth:`K`.
+
+        Returns
+        -------
+        ndarray (n,)
+            σ_f² + σ_b² + σ_j² for every point.
+        """
         X = self._check_inputs(X, "X")
         return np.full(X.shape[0], self.variance + self.bias + self.jitter)
 
-    def gradients(self, X):
+    def gradients(self, X: ArrayLike) -> np.ndarray:
         """∂K(X)/∂θ_j for every log-parameter θ_j, as an array of shape (P, n, n).
 
         With :math:`K_{se} = \\sigma_f^2 \\exp(-\\tfrac12 r^2)`:
         ∂K/∂log σ_f² = K_se; ∂K/∂log ℓ_d = K_se (x_d − x'_d)²/ℓ_d² (summed over d
         for a shared lengthscale); ∂K/∂log σ_b² = σ_b²; ∂K/∂log σ_j² = σ_j² I.
+
+        Parameters
+        ----------
+        X : array-like (n, D) or (n,)
+            The inputs of ``K(X)``.
+
+        Returns
+        -------
+        ndarray (P, n, n)
+            In the order of :attr:`theta`.
         """
         X = self._check_inputs(X, "X")
         n = X.shape[0]
@@ -232,3 +336,116 @@ class SEKernel:
         if self.learn_jitter:
             grads.append(self.jitter * np.eye(n))
         return np.stack(grads)
+
+    def gradient_traces(self, X: ArrayLike, Q: ArrayLike) -> np.ndarray:
+        r"""All :math:`\operatorname{tr}(Q\,\partial K/\partial\theta_j)` for a symmetric ``Q``, in the order of :attr:`theta`.
+
+        Equal to ``np.einsum("ij,pij->p", Q, self.gradients(X))`` (tested) but without forming the P
+        derivative matrices: with :math:`K_{se}` the squared-exponential part and :math:`G = Q\circ K_{se}`,
+
+        - :math:`\partial/\partial\log\sigma_f^2`: :math:`\sum_{ab}G_{ab}`;
+        - :math:`\partial/\partial\log\ell_d`: :math:`\sum_{ab}G_{ab}(x_{ad}-x_{bd})^2/\ell_d^2
+          = 2\,(\mathbf g^T\mathbf x_d^{\circ 2} - \mathbf x_d^TG\mathbf x_d)/\ell_d^2`, :math:`\mathbf g = G\mathbf 1`
+          (summed over d for a shared lengthscale);
+        - bias: :math:`\sigma_b^2\sum_{ab}Q_{ab}`; jitter: :math:`\sigma_j^2\operatorname{tr}Q`.
+
+        The cost is :math:`O(n^2D)` time and :math:`O(n^2)` memory instead of :math:`O(n^2P)` for the stack.
+
+        Parameters
+        ----------
+        X : array-like (n, D) or (n,)
+            The inputs of :math:`K`.
+        Q : array-like (n, n)
+            A symmetric matrix.
+
+        Returns
+        -------
+        ndarray (P,)
+        """
+        X = self._check_inputs(X, "X")
+        n = X.shape[0]
+        Q = np.asarray(Q, dtype=float)
+        if Q.shape != (n, n):
+            raise ValueError(f"Q must have shape ({n}, {n}) to match X; got {Q.shape}")
+        sq = self._scaled_sq_dist(X, X)
+        np.fill_diagonal(sq, 0.0)
+        G = Q * (self.variance * np.exp(-0.5 * sq))
+        g = G.sum(axis=1)
+        per_dim = 2.0 * (g @ X**2 - np.sum(X * (G @ X), axis=0)) / np.asarray(self.lengthscale) ** 2
+        traces = [g.sum()]
+        traces += list(per_dim) if self.ard else [per_dim.sum()]
+        if self.learn_bias:
+            traces.append(self.bias * Q.sum())
+        if self.learn_jitter:
+            traces.append(self.jitter * np.trace(Q))
+        return np.array(traces)
+
+
+def class_kernels(kernel: SEKernel | Sequence[SEKernel], n_classes: int) -> tuple[tuple[SEKernel, ...], bool]:
+    """The kernel of each of ``n_classes`` classes, and whether one kernel is shared by all.
+
+    Parameters
+    ----------
+    kernel : SEKernel or sequence of SEKernel
+        One kernel shared by every class, or one per class (W&B 1998 §4 and G&R give each class its
+        own hyperparameters).
+    n_classes : int
+        The number of classes C.
+
+    Returns
+    -------
+    kernels : tuple of SEKernel
+        ``n_classes`` kernels (the same object repeated when shared).
+    shared : bool
+        True when one kernel is shared.
+    """
+    if isinstance(kernel, SEKernel):
+        return (kernel,) * int(n_classes), True
+    kernels = tuple(kernel) if isinstance(kernel, (list, tuple)) else None
+    if kernels is None or len(kernels) != n_classes or not all(isinstance(k, SEKernel) for k in kernels):
+        raise ValueError(
+            f"kernel must be one SEKernel shared by all classes or a sequence of {n_classes} "
+            f"SEKernels (one per class); got {kernel!r}"
+        )
+    return kernels, False
+
+
+def stack_theta(kernel: SEKernel | Sequence[SEKernel], n_classes: int) -> np.ndarray:
+    """``theta`` of a shared kernel, or the concatenation of the classes' ``theta`` vectors.
+
+    Parameters
+    ----------
+    kernel, n_classes
+        As in :func:`class_kernels`.
+
+    Returns
+    -------
+    ndarray
+        One ``theta`` (shared kernel) or C of them end to end.
+    """
+    kernels, shared = class_kernels(kernel, n_classes)
+    return kernels[0].theta if shared else np.concatenate([k.theta for k in kernels])
+
+
+def unstack_theta(
+    kernel: SEKernel | Sequence[SEKernel], theta: np.ndarray, n_classes: int
+) -> SEKernel | tuple[SEKernel, ...]:
+    """Inverse of :func:`stack_theta`: the kernel(s) with their log-parameters set from ``theta``.
+
+    Parameters
+    ----------
+    kernel, n_classes
+        As in :func:`class_kernels`; they fix how ``theta`` is split.
+    theta : ndarray
+        Stacked log-parameters, as :func:`stack_theta` returns them.
+
+    Returns
+    -------
+    SEKernel or tuple of SEKernel
+        One kernel if ``kernel`` is shared, else one per class.
+    """
+    kernels, shared = class_kernels(kernel, n_classes)
+    if shared:
+        return kernel.with_theta(theta)
+    sizes = np.cumsum([0] + [len(k.theta) for k in kernels])
+    return tuple(k.with_theta(theta[sizes[c] : sizes[c + 1]]) for c, k in enumerate(kernels))

@@ -9,16 +9,17 @@ References
 - [GM00] Gibbs & MacKay (2000), eq 41: test log likelihood.
 - [Brier50] Brier (1950): the quadratic score.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .validation import check_vector
 
-__all__ = ["ErrorRate", "error_rate", "test_log_likelihood", "mean_log_predictive", "brier_score",
-           "reliability_curve"]
+__all__ = ["ErrorRate", "error_rate", "test_log_likelihood", "mean_log_predictive", "brier_score", "reliability_curve"]
 
 
 @dataclass(frozen=True)
@@ -34,15 +35,26 @@ class ErrorRate:
     n: int
     rate: float
     std_error: float
-    interval: tuple
+    interval: tuple[float, float]
 
-    def __str__(self):
+    def __str__(self) -> str:
         low, high = self.interval
         return f"{self.n_errors}/{self.n} = {self.rate:.3f} ± {self.std_error:.3f} (95% CI {low:.3f}–{high:.3f})"
 
 
-def error_rate(y_true, y_pred):
-    """Count the misclassifications of ``y_pred`` against ``y_true`` (any label values)."""
+def error_rate(y_true: ArrayLike, y_pred: ArrayLike) -> ErrorRate:
+    """Count the misclassifications of ``y_pred`` against ``y_true`` (any label values).
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like (n,)
+        True and predicted labels, compared with ``!=``.
+
+    Returns
+    -------
+    ErrorRate
+        The count, the rate and its binomial error bars.
+    """
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.shape != y_pred.shape or y_true.ndim != 1:
         raise ValueError(f"y_true and y_pred must be 1-D of the same length; got {y_true.shape} and {y_pred.shape}")
@@ -54,8 +66,13 @@ def error_rate(y_true, y_pred):
     z = 1.959963984540054  # 97.5% point of N(0, 1)
     centre = (rate + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z * np.sqrt(rate * (1 - rate) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
-    return ErrorRate(n_errors, n, rate, float(np.sqrt(rate * (1 - rate) / n)),
-                     (float(max(centre - half, 0.0)), float(min(centre + half, 1.0))))
+    return ErrorRate(
+        n_errors,
+        n,
+        rate,
+        float(np.sqrt(rate * (1 - rate) / n)),
+        (float(max(centre - half, 0.0)), float(min(centre + half, 1.0))),
+    )
 
 
 def _true_class_probability(y_true, proba):
@@ -77,28 +94,61 @@ def _true_class_probability(y_true, proba):
     return proba[np.arange(len(codes)), codes]
 
 
-def test_log_likelihood(y_true, proba):
+def test_log_likelihood(y_true: ArrayLike, proba: ArrayLike) -> float:
     r"""G&M eq 41: :math:`\sum_n t_n \log \hat t_n + (1-t_n)\log(1-\hat t_n)`, or its multi-class form
     :math:`\sum_n \log \hat p_n(y_n)`.
 
     A probability of exactly 0 for the true class would give −∞; it is floored
     at the smallest positive double, so the score stays finite (about −708
     per such point) and says loudly that the classifier was certain and wrong.
+
+    Parameters
+    ----------
+    y_true : array-like (n,)
+        Class codes 0..K−1, or 0/1 with a vector ``proba`` (module docstring).
+    proba : array-like (n,) or (n, K)
+        P(class 1), or one column per class; entries in [0, 1].
+
+    Returns
+    -------
+    float
+        The sum over the n test points (higher is better; 0 is perfect).
     """
     p = _true_class_probability(y_true, proba)
     return float(np.sum(np.log(np.maximum(p, np.finfo(float).tiny))))
 
 
-def mean_log_predictive(y_true, proba):
-    """The test log-likelihood divided by the number of test points."""
+def mean_log_predictive(y_true: ArrayLike, proba: ArrayLike) -> float:
+    """The test log-likelihood divided by the number of test points.
+
+    Parameters
+    ----------
+    y_true, proba : array-like
+        The labels and the probabilities :func:`test_log_likelihood` takes.
+
+    Returns
+    -------
+    float
+        :func:`test_log_likelihood` / n.
+    """
     return test_log_likelihood(y_true, proba) / len(y_true)
 
 
-def brier_score(y_true, proba):
+def brier_score(y_true: ArrayLike, proba: ArrayLike) -> float:
     r"""Mean squared distance between the predicted probabilities and the one-hot truth.
 
     Binary (vector ``proba``): :math:`\frac1n\sum_n (\hat t_n - t_n)^2`;
     multi-class: :math:`\frac1n\sum_n\sum_k (\hat p_{nk} - [y_n = k])^2`.
+
+    Parameters
+    ----------
+    y_true, proba : array-like
+        Labels and predicted probabilities, checked as :func:`test_log_likelihood` checks them.
+
+    Returns
+    -------
+    float
+        Between 0 (perfect) and 1 (binary) or 2 (multi-class).
     """
     p_true = _true_class_probability(y_true, proba)  # also validates the inputs
     proba = np.asarray(proba, dtype=float)
@@ -107,12 +157,26 @@ def brier_score(y_true, proba):
     return float(np.mean((1.0 - p_true) ** 2 + (proba**2).sum(axis=1) - p_true**2))
 
 
-def reliability_curve(y_true, proba, n_bins=10):
+def reliability_curve(
+    y_true: ArrayLike, proba: ArrayLike, n_bins: int = 10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Calibration data for a reliability diagram of a binary classifier.
 
-    ``proba`` is P(class 1). Returns ``(mean_predicted, observed_frequency,
-    counts)`` for the non-empty bins among ``n_bins`` equal-width bins of [0, 1].
     A calibrated classifier has observed_frequency ≈ mean_predicted.
+
+    Parameters
+    ----------
+    y_true : array-like (n,)
+        0/1 labels.
+    proba : array-like (n,)
+        P(class 1).
+    n_bins : int
+        Equal-width bins of [0, 1].
+
+    Returns
+    -------
+    mean_predicted, observed_frequency, counts : ndarray
+        For the non-empty bins, in increasing order of probability.
     """
     proba = check_vector(proba, "proba")
     y_true = np.asarray(y_true, dtype=float)

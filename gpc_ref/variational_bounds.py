@@ -64,22 +64,46 @@ References
 - [GPML] Rasmussen & Williams (2006), Alg. 3.1 and 5.1: the symmetric matrix
   :math:`B = I + W^{1/2}KW^{1/2}` and the trace form of evidence gradients.
 """
+
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize
-from scipy.special import expit, xlogy
+from scipy.special import expit
+from scipy.special import xlogy
 
+from .gaussian_integrals import sigmoid_gaussian_mackay
+from .hyperparameters import HyperparameterFit
+from .hyperparameters import free_mask
+from .hyperparameters import maximize
+from .hyperparameters import theta_box
 from .kernels import SEKernel
-from .likelihoods import log_sigmoid, sigmoid_gaussian_mackay
-from .linalg import cholesky, cho_solve, solve_lower
-from .validation import check_binary_labels, check_matrix, check_rng, check_vector
+from .laplace import laplace_mode
+from .likelihoods import LogisticLikelihood
+from .likelihoods import log_sigmoid
+from .linalg import cho_solve
+from .linalg import cholesky
+from .linalg import solve_lower
+from .validation import ConvergenceWarning
+from .validation import check_binary_labels
+from .validation import check_choice
+from .validation import check_covariance
+from .validation import check_covariance_derivatives
+from .validation import check_kernel
+from .validation import check_matrix
+from .validation import check_positive
+from .validation import check_positive_int
+from .validation import check_rng
+from .validation import check_train_test
+from .validation import check_vector
 
 __all__ = [
-    "ConvergenceWarning",
     "lambda_jj",
     "lambda_jj_derivative",
     "binary_entropy",
@@ -93,30 +117,38 @@ __all__ = [
     "LowerBoundFit",
     "UpperBoundFit",
     "optimize_lower_bound",
-    "optimize_lower_bound_restarts",
     "optimize_upper_bound",
     "predict_lower",
     "predict_upper",
     "predict_proba_bound",
-    "random_restart_thetas",
 ]
 
 # Below this |ν| the closed forms of λ and λ' lose digits to cancellation; their
 # Taylor series (exact to double precision there) are used instead.
 _SERIES_THRESHOLD = 1e-2
 
-
-class ConvergenceWarning(UserWarning):
-    """An optimiser or fixed-point iteration stopped before converging."""
+# The loosest tolerance optimize_upper_bound gives laplace_mode's tests on the changes of W and Ψ
+# between Newton steps (laplace_mode's own default); convergence is then judged by the gradient.
+_NEWTON_STEP_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------- pointwise bounds
-def lambda_jj(nu):
+def lambda_jj(nu: ArrayLike) -> np.ndarray:
     r"""λ(ν) = (σ(ν) − ½)/(2ν) = tanh(ν/2)/(4ν) (G&M eq 11), with its limit 1/8 at ν = 0.
 
     λ is even in ν, positive, decreasing in |ν|, and bounded by 1/8, so the
     lower bound's Gaussian factor never has a negative precision. Near ν = 0 the
     Taylor series :math:`1/8 - \nu^2/96 + \nu^4/960 - 17\nu^6/161280` is used.
+
+    Parameters
+    ----------
+    nu : array_like
+        Variational parameters ν, any real values.
+
+    Returns
+    -------
+    ndarray
+        λ(ν), elementwise (the shape of ``nu``).
     """
     nu = np.abs(np.asarray(nu, dtype=float))
     small = nu < _SERIES_THRESHOLD
@@ -128,10 +160,20 @@ def lambda_jj(nu):
     return np.where(small, series, closed)
 
 
-def lambda_jj_derivative(nu):
+def lambda_jj_derivative(nu: ArrayLike) -> np.ndarray:
     r"""dλ/dν = (ν sech²(ν/2)/2 − tanh(ν/2)) / (4ν²), odd in ν, 0 at ν = 0.
 
     Near 0 the series :math:`-\nu/48 + \nu^3/240 - 17\nu^5/26880` is used.
+
+    Parameters
+    ----------
+    nu
+        As in :func:`lambda_jj`.
+
+    Returns
+    -------
+    ndarray
+        dλ/dν, elementwise.
     """
     nu = np.asarray(nu, dtype=float)
     x = np.abs(nu)
@@ -147,8 +189,19 @@ def lambda_jj_derivative(nu):
     return np.sign(nu) * np.where(small, series, closed)
 
 
-def binary_entropy(mu):
-    r"""H₂(μ) = −μ log μ − (1−μ) log(1−μ) in nats (G&M eq 12), with H₂(0) = H₂(1) = 0."""
+def binary_entropy(mu: ArrayLike) -> np.ndarray:
+    r"""H₂(μ) = −μ log μ − (1−μ) log(1−μ) in nats (G&M eq 12), with H₂(0) = H₂(1) = 0.
+
+    Parameters
+    ----------
+    mu : array_like
+        Values in [0, 1] (anything else raises ``ValueError``).
+
+    Returns
+    -------
+    ndarray
+        H₂(μ), elementwise.
+    """
     mu = np.asarray(mu, dtype=float)
     if np.any((mu < 0) | (mu > 1)) or not np.all(np.isfinite(mu)):
         raise ValueError("mu must lie in the interval [0, 1]")
@@ -168,7 +221,7 @@ def _signs(t, name="t"):
     return check_binary_labels(t.ravel(), name, coding="pm1").reshape(t.shape)
 
 
-def log_sigmoid_lower_bound(t, a, nu):
+def log_sigmoid_lower_bound(t: ArrayLike, a: ArrayLike, nu: ArrayLike) -> np.ndarray:
     r"""log Q(t|a, ν): the Jaakkola–Jordan lower bound on log P(t|a) (G&M eqs 8, 13).
 
     .. math:: \log Q(t|a,\nu) = \log\sigma(\nu) + (s a - \nu)/2 - \lambda(\nu)(a^2 - \nu^2),
@@ -176,8 +229,21 @@ def log_sigmoid_lower_bound(t, a, nu):
 
     exact (touching) at :math:`a = \pm\nu`. For class 0 the bound on
     σ(−a) is the same expression with a replaced by −a (eq 13); λ is even so
-    only the linear term changes sign. ``t`` in {0, 1} (or {−1, +1}); arrays
-    broadcast.
+    only the linear term changes sign.
+
+    Parameters
+    ----------
+    t : array_like
+        Labels in {0, 1} (or {−1, +1}).
+    a : array_like
+        Latent values.
+    nu : array_like
+        Variational parameters ν; ``t``, ``a`` and ``nu`` broadcast.
+
+    Returns
+    -------
+    ndarray
+        log Q(t|a, ν), with the broadcast shape.
     """
     s = _signs(t)
     a, nu = np.asarray(a, dtype=float), np.asarray(nu, dtype=float)
@@ -187,11 +253,23 @@ def log_sigmoid_lower_bound(t, a, nu):
     return log_g_minus_half + s * a / 2.0 - lambda_jj(nu) * (a * a - nu * nu)
 
 
-def log_sigmoid_upper_bound(t, a, mu):
+def log_sigmoid_upper_bound(t: ArrayLike, a: ArrayLike, mu: ArrayLike) -> np.ndarray:
     r"""log R(t|a, μ) = μ s a − H₂(μ): the upper bound on log P(t|a) (G&M eqs 9, 12, 13).
 
     It is the tangent of the concave function :math:`\log\sigma(sa)` at the point
     where :math:`\sigma(-sa) = \mu`, i.e. :math:`sa = \log((1-\mu)/\mu)`.
+
+    Parameters
+    ----------
+    t, a
+        As in :func:`log_sigmoid_lower_bound`.
+    mu : array_like
+        Variational parameters μ in [0, 1]; broadcast with ``t`` and ``a``.
+
+    Returns
+    -------
+    ndarray
+        log R(t|a, μ).
     """
     s = _signs(t)
     a, mu = np.asarray(a, dtype=float), np.asarray(mu, dtype=float)
@@ -235,32 +313,16 @@ class LowerBound:
     grad_theta: np.ndarray | None
 
 
-def _check_problem(K, t, name_params, params):
-    K = np.asarray(K, dtype=float)
-    if K.ndim != 2 or K.shape[0] != K.shape[1]:
-        raise ValueError(f"K must be a square covariance matrix; got shape {K.shape}")
-    if not np.all(np.isfinite(K)):
-        raise ValueError("K contains NaN or infinite values")
-    n = K.shape[0]
-    s = check_binary_labels(np.asarray(t), "t", coding="pm1")
-    if s.shape[0] != n:
-        raise ValueError(f"t must have one label per row of K ({n}); got {s.shape[0]}")
-    params = check_vector(params, name_params, length=n)
-    return K, s, params
+def _problem(K, t, name_params, params):
+    """K, the signs s = 2t − 1 and the variational parameters, checked against each other."""
+    K = check_covariance(K, "K")
+    s = check_binary_labels(t, "t", coding="pm1", length=K.shape[0])
+    return K, s, check_vector(params, name_params, length=K.shape[0])
 
 
-def _check_dK(dK, n):
-    if dK is None:
-        return None
-    dK = np.asarray(dK, dtype=float)
-    if dK.ndim == 2:
-        dK = dK[None]
-    if dK.ndim != 3 or dK.shape[1:] != (n, n):
-        raise ValueError(f"dK must have shape (P, {n}, {n}) (one ∂K/∂θ_j per hyperparameter); got {dK.shape}")
-    return dK
-
-
-def lower_bound(K, t, nu, dK=None, compute_gradients=True):
+def lower_bound(
+    K: ArrayLike, t: ArrayLike, nu: ArrayLike, *, dK: ArrayLike | None = None, compute_gradients: bool = True
+) -> LowerBound:
     r"""log Z' and its gradients (G&M eqs 33–36, eq 34 corrected), without inverting K.
 
     .. math::
@@ -282,13 +344,13 @@ def lower_bound(K, t, nu, dK=None, compute_gradients=True):
 
     Parameters
     ----------
-    K : ndarray (n, n)
+    K : array_like (n, n)
         Prior covariance :math:`C_N` of the latent values (jitter included).
-    t : array (n,)
+    t : array_like (n,)
         Labels in {0, 1} (G&M) or {−1, +1}.
-    nu : array (n,)
+    nu : array_like (n,)
         Variational parameters ν (any real values; the bound is even in each ν_n).
-    dK : ndarray (P, n, n), optional
+    dK : array_like (P, n, n), optional
         ∂K/∂θ_j, e.g. ``kernel.gradients(X)``; gives ``grad_theta``.
     compute_gradients : bool
         If False, skip the O(n³) gradient work (``grad_nu``, ``grad_theta`` are None).
@@ -297,8 +359,8 @@ def lower_bound(K, t, nu, dK=None, compute_gradients=True):
     -------
     LowerBound
     """
-    K, s, nu = _check_problem(K, t, "nu", nu)
-    dK = _check_dK(dK, K.shape[0])
+    K, s, nu = _problem(K, t, "nu", nu)
+    dK = None if dK is None else check_covariance_derivatives(dK, K.shape[0])
     n = K.shape[0]
     lam = lambda_jj(nu)
     # G&M (2000) below eq 15: d_n = ½(−1)^{t_n+1}
@@ -339,16 +401,12 @@ class UpperBound:
 
     Attributes
     ----------
-    log_Z : float
-        log Z'', an upper bound on log P(D|Θ).
-    mu : ndarray (n,)
-        Variational parameters μ ∈ [0, 1].
-    b : ndarray (n,)
-        b_n = μ_n s_n; 𝒫_R(a_N) = N(K b, K).
-    grad_mu : ndarray (n,) or None
-        ∂ log Z''/∂μ (eq 39); ±inf where μ is exactly 0 or 1.
-    grad_theta : ndarray (P,) or None
+    log_Z, grad_mu, grad_theta : float, ndarray (n,) or None, ndarray (P,) or None
+        log Z'', an upper bound on log P(D|Θ); ∂ log Z''/∂μ (eq 39; ±inf where μ is exactly 0 or 1);
         ∂ log Z''/∂θ_j (eq 40).
+    mu, b : ndarray (n,)
+        The variational parameters μ ∈ [0, 1] it was evaluated at, and b_n = μ_n s_n;
+        𝒫_R(a_N) = N(K b, K).
     """
 
     log_Z: float
@@ -358,7 +416,9 @@ class UpperBound:
     grad_theta: np.ndarray | None
 
 
-def upper_bound(K, t, mu, dK=None, compute_gradients=True):
+def upper_bound(
+    K: ArrayLike, t: ArrayLike, mu: ArrayLike, *, dK: ArrayLike | None = None, compute_gradients: bool = True
+) -> UpperBound:
     r"""log Z'' = −Σ H₂(μ_n) + ½ bᵀKb and its gradients (G&M eqs 37–40). No factorisation.
 
     .. math::
@@ -366,12 +426,21 @@ def upper_bound(K, t, mu, dK=None, compute_gradients=True):
         \qquad
         \frac{\partial\log Z''}{\partial\theta_j} = \tfrac12\mathbf b^T\dot K_j\mathbf b.
 
-    Parameters are as in :func:`lower_bound`, with ``mu`` in [0, 1].
+    Parameters
+    ----------
+    K, t, dK, compute_gradients
+        As in :func:`lower_bound` (``grad_theta`` is eq 40).
+    mu : array_like (n,)
+        Variational parameters μ in [0, 1].
+
+    Returns
+    -------
+    UpperBound
     """
-    K, s, mu = _check_problem(K, t, "mu", mu)
+    K, s, mu = _problem(K, t, "mu", mu)
     if np.any((mu < 0) | (mu > 1)):
         raise ValueError("mu must lie in the interval [0, 1]")
-    dK = _check_dK(dK, K.shape[0])
+    dK = None if dK is None else check_covariance_derivatives(dK, K.shape[0])
     # G&M (2000) below eq 25: b_n = μ_n (−1)^{t_n+1}
     b = mu * s
     Kb = K @ b
@@ -388,14 +457,27 @@ def upper_bound(K, t, mu, dK=None, compute_gradients=True):
     return UpperBound(log_Z, mu.copy(), b, grad_mu, grad_theta)
 
 
-def update_nu(K, t, nu):
+def update_nu(K: ArrayLike, t: ArrayLike, nu: ArrayLike) -> tuple[np.ndarray, LowerBound]:
     r"""One Jaakkola–Jordan fixed-point (EM) update: :math:`\nu_n^2 \leftarrow m_n^2 + \Sigma_{nn}`.
 
     :math:`m, \Sigma` are the moments of :math:`\mathcal P_Q(\mathbf a_N)` at the
     current ν. Setting G&M eq 35 (corrected) to zero gives exactly this update;
     it is the M-step of EM with the latent values as hidden variables, so
-    log Z' never decreases [JJ00]. Returns the new (non-negative) ν and the
-    :class:`LowerBound` at the old ν.
+    log Z' never decreases [JJ00].
+
+    Parameters
+    ----------
+    K, t
+        As in :func:`lower_bound`.
+    nu : array_like (n,)
+        The current ν.
+
+    Returns
+    -------
+    nu : ndarray (n,)
+        The new (non-negative) ν.
+    bound : LowerBound
+        The bound at the old ν (without gradients).
     """
     current = lower_bound(K, t, nu, compute_gradients=False)
     # JJ00: ξ² = E_q[f²] = m² + Σ_nn
@@ -403,21 +485,29 @@ def update_nu(K, t, nu):
 
 
 # --------------------------------------------------------------------------- optimisation
-def random_restart_thetas(kernel, rng, n_restarts, scale=1.0):
-    """``n_restarts`` starting θ drawn as kernel.theta + scale·N(0, I) (for multiple restarts)."""
-    rng = check_rng(rng)
-    theta0 = kernel.theta
-    return theta0 + scale * rng.standard_normal((int(n_restarts), theta0.shape[0]))
-
-
 @dataclass(frozen=True)
 class LowerBoundFit:
     """Result of maximising Z' over ν and Θ (G&M §IV-C).
 
-    ``objective`` is log Z' plus the log-prior of θ (just log Z' without a prior).
-    ``n_evaluations`` counts evaluations of log Z' (each one Cholesky of an
-    n×n matrix); ``n_iterations`` counts optimiser iterations (outer iterations
-    for the fixed-point variant).
+    Attributes
+    ----------
+    kernel : SEKernel
+        The kernel at the maximum.
+    bound : LowerBound
+        log Z' and the Gaussian 𝒫_Q there.
+    objective : float
+        log Z' plus the log-prior of θ (just log Z' without a prior).
+    n_evaluations : int
+        Evaluations of log Z' (each one Cholesky of an n×n matrix), fixed-point steps included.
+    n_iterations : int
+        L-BFGS-B iterations of the best start.
+    converged : bool
+        The projected gradient passed :func:`gpc_ref.hyperparameters.maximize`'s test (and, for the
+        fixed-point variant, every inner fixed point converged).
+    nu_update : str
+        ``"gradient"`` or ``"fixed_point"``.
+    optimization : HyperparameterFit or None
+        The search over θ (and ν); None when θ was fixed and ν found by fixed point alone.
     """
 
     kernel: SEKernel
@@ -427,6 +517,7 @@ class LowerBoundFit:
     n_iterations: int
     converged: bool
     nu_update: str
+    optimization: HyperparameterFit | None = None
 
 
 @dataclass(frozen=True)
@@ -450,61 +541,93 @@ def _fixed_point_nu(K, t, nu, tol, max_iter):
     return nu, max_iter, False
 
 
-def optimize_lower_bound(X, t, kernel, nu0=None, optimize_theta=True, nu_update="gradient",
-                         log_prior=None, theta_bounds=(-15.0, 15.0), max_iter=2000, tol=1e-8,
-                         fixed_point_tol=1e-9, fixed_point_max_iter=1000):
+def optimize_lower_bound(
+    kernel: SEKernel,
+    X: ArrayLike,
+    t: ArrayLike,
+    *,
+    nu0: ArrayLike | None = None,
+    optimize_theta: bool = True,
+    nu_update: str = "gradient",
+    log_prior: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
+    fixed: Sequence[str] = (),
+    n_restarts: int = 0,
+    rng: np.random.Generator | int | None = None,
+    restart_sd: float = 1.0,
+    max_iter: int = 2000,
+    tol: float = 1e-5,
+    fixed_point_tol: float = 1e-9,
+    fixed_point_max_iter: int = 1000,
+    progress: bool = False,
+) -> LowerBoundFit:
     r"""Maximise log Z' over the variational parameters ν and the log-hyperparameters θ (G&M §IV-C).
 
     Two ways to handle ν:
 
-    - ``nu_update="gradient"`` (G&M): one L-BFGS run over the joint vector (ν, θ)
-      with the gradients of eqs 35 (corrected) and 36. The paper used conjugate
-      gradients; L-BFGS is the same kind of first-order method and needs fewer
-      evaluations. ν is then polished by fixed-point steps at the final θ.
+    - ``nu_update="gradient"`` (G&M): one L-BFGS-B run over the joint vector (ν, θ) with the
+      gradients of eqs 35 (corrected) and 36. The paper used conjugate gradients; L-BFGS is the
+      same kind of first-order method and needs fewer evaluations. ν is then polished by
+      fixed-point steps at the final θ (log Z' is flat in ν where λ'(ν) is small).
     - ``nu_update="fixed_point"`` [JJ00]: ν is eliminated; for each θ the EM update
-      ν² = m² + Σ_nn is iterated to convergence (warm-started from the last θ),
-      and L-BFGS runs over θ alone. At the inner optimum ∂ log Z'/∂ν = 0, so the
-      gradient in θ is eq 36 alone (the envelope theorem).
+      ν² = m² + Σ_nn is iterated to convergence (warm-started from the last θ), and L-BFGS-B runs
+      over θ alone. At the inner optimum ∂ log Z'/∂ν = 0, so the gradient in θ is eq 36 alone
+      (the envelope theorem).
+
+    The search is :func:`gpc_ref.hyperparameters.maximize` (θ in the shared box, ν unbounded,
+    converged only when the projected gradient is small). Restarts draw θ from
+    θ₀ + ``restart_sd``·N(0, I) with ν reset to √(diag K(θ)) (G&M ran 20 starts for the toy).
 
     Parameters
     ----------
+    kernel : SEKernel
+        Starting hyperparameters; those in ``kernel.theta`` are learnt.
     X : array (n, D)
         Training inputs.
     t : array (n,)
         Labels in {0, 1} (or {−1, +1}).
-    kernel : SEKernel
-        Starting hyperparameters; those in ``kernel.theta`` are learnt.
     nu0 : array (n,), optional
-        Starting ν (default: √(diag K), the prior root-mean-square of each a_n).
+        Starting ν (default √(diag K), the prior root-mean-square of each latent value).
     optimize_theta : bool
         If False only ν is optimised (Θ fixed).
+    nu_update : {"gradient", "fixed_point"}
     log_prior : callable, optional
-        ``log_prior(theta) -> (value, gradient)``, a prior on the log-hyperparameters
-        added to log Z' (G&M used gamma priors on the lengthscales for the toy).
-    theta_bounds : (float, float)
-        Box for every log-hyperparameter, keeping the optimiser's trial steps finite.
-    max_iter, tol : optimiser limits (L-BFGS iterations; relative tolerance on the objective).
+        ``log_prior(theta) -> (value, gradient)``, a prior on the log-hyperparameters added to
+        log Z' (G&M used gamma priors on the lengthscales for the toy).
+    fixed : sequence of str
+        Kernel parameter names held at their starting values.
+    n_restarts : int
+        Extra random starts of θ; they need ``rng``.
+    rng : numpy.random.Generator or int, optional
+    restart_sd : float
+    max_iter : int
+        L-BFGS-B iterations per start.
+    tol : float
+        Relative tolerance of the gradient test.
+    fixed_point_tol, fixed_point_max_iter : float, int
+        The inner fixed-point iteration of ν.
+    progress : bool
+        Show a progress bar over the starts.
 
     Returns
     -------
     LowerBoundFit
-        A :class:`ConvergenceWarning` naming the iteration count is issued if the
-        optimiser stops before converging.
+        A :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient
+        norm if the search stops before converging.
     """
+    kernel = check_kernel(kernel)
     X = check_matrix(X, "X")
-    if not isinstance(kernel, SEKernel):
-        raise ValueError(f"kernel must be an SEKernel; got {type(kernel).__name__}")
-    if nu_update not in ("gradient", "fixed_point"):
-        raise ValueError(f"nu_update must be 'gradient' or 'fixed_point'; got {nu_update!r}")
-    t = np.asarray(t)
+    check_choice(nu_update, "nu_update", ("gradient", "fixed_point"))
     n = X.shape[0]
-    check_binary_labels(t, "t")
-    if t.shape[0] != n:
-        raise ValueError(f"t must have one label per row of X ({n}); got {t.shape[0]}")
+    t = check_binary_labels(t, "t", coding="01", length=n)
     theta0 = kernel.theta
     P = theta0.shape[0]
-    nu = np.sqrt(kernel.diag(X)) if nu0 is None else np.abs(check_vector(nu0, "nu0", length=n))
-    counter = {"evaluations": 0}
+    free_theta = free_mask(kernel, fixed) & bool(optimize_theta)
+    # the learnt log-parameters live in the shared box; the others (fixed, or all of them without
+    # optimize_theta) get no bounds, so that maximize never moves them onto the box
+    theta_bounds = theta_box(kernel)
+    nu_start = np.sqrt(kernel.diag(X)) if nu0 is None else np.abs(check_vector(nu0, "nu0", length=n))
+    counter = {"evaluations": 0, "inner_failures": 0}
+    search_options = dict(max_iter=max_iter, tol=tol, progress=progress)
 
     def prior_terms(theta):
         if log_prior is None:
@@ -512,145 +635,124 @@ def optimize_lower_bound(X, t, kernel, nu0=None, optimize_theta=True, nu_update=
         value, grad = log_prior(theta)
         return float(value), np.asarray(grad, dtype=float)
 
-    if nu_update == "gradient":
-        def objective(z):
-            nu_z = z[:n]
-            theta = z[n:] if optimize_theta else theta0
-            current = kernel.with_theta(theta)
-            K = current.K(X)
-            counter["evaluations"] += 1
-            bound = lower_bound(K, t, nu_z, dK=current.gradients(X) if optimize_theta else None)
-            value, grad = bound.log_Z, bound.grad_nu
-            if optimize_theta:
-                prior_value, prior_grad = prior_terms(theta)
-                value += prior_value
-                grad = np.concatenate([grad, bound.grad_theta + prior_grad])
-            return -value, -grad
+    random_thetas = []
+    if n_restarts and optimize_theta:
+        generator = check_rng(rng)
+        random_thetas = [
+            theta0 + restart_sd * free_theta * generator.standard_normal(P)
+            for _ in range(check_positive_int(n_restarts, "n_restarts", minimum=0))
+        ]
 
-        z0 = np.concatenate([nu, theta0]) if optimize_theta else nu
-        bounds = [(None, None)] * n + [theta_bounds] * (P if optimize_theta else 0)
-        result = optimize.minimize(objective, z0, jac=True, method="L-BFGS-B", bounds=bounds,
-                                   options=dict(maxiter=max_iter, ftol=tol, gtol=1e-6, maxcor=20))
-        theta = result.x[n:] if optimize_theta else theta0
-        converged, n_iterations = bool(result.success), int(result.nit)
+    if nu_update == "gradient":
+
+        def objective(z):
+            nu_z, theta = z[:n], z[n:]
+            current = kernel.with_theta(theta)
+            counter["evaluations"] += 1
+            bound = lower_bound(current.K(X), t, nu_z, dK=current.gradients(X) if optimize_theta else None)
+            prior_value, prior_grad = prior_terms(theta) if optimize_theta else (0.0, np.zeros(P))
+            grad_theta = bound.grad_theta + prior_grad if optimize_theta else np.zeros(P)
+            return bound.log_Z + prior_value, np.concatenate([bound.grad_nu, grad_theta])
+
+        z0 = np.concatenate([nu_start, theta0])
+        extra = [np.concatenate([np.sqrt(kernel.with_theta(th).diag(X)), th]) for th in random_thetas]
+        bounds = np.vstack([np.tile([-np.inf, np.inf], (n, 1)), theta_bounds])
+        free = np.concatenate([np.ones(n, dtype=bool), free_theta])
+        search = maximize(
+            objective,
+            z0,
+            bounds=bounds,
+            free=free,
+            extra_starts=extra or None,
+            description="optimize_lower_bound",
+            **search_options,
+        )
+        theta = search.theta[n:]
         # log Z' is flat in ν where λ'(ν) is small, so L-BFGS leaves ν loosely converged; a few
         # fixed-point steps at the final θ (which never decrease Z') make ν² = E[f²] hold tightly
-        nu_final, count, _ = _fixed_point_nu(kernel.with_theta(theta).K(X), t, np.abs(result.x[:n]),
-                                             fixed_point_tol, fixed_point_max_iter)
+        nu_final, count, _ = _fixed_point_nu(
+            kernel.with_theta(theta).K(X), t, np.abs(search.theta[:n]), fixed_point_tol, fixed_point_max_iter
+        )
         counter["evaluations"] += count
     else:
-        state = {"nu": nu}
+        state = {"nu": nu_start}
 
         def inner(theta):
             K = kernel.with_theta(theta).K(X)
             nu_star, count, ok = _fixed_point_nu(K, t, state["nu"], fixed_point_tol, fixed_point_max_iter)
             counter["evaluations"] += count
-            if not ok:
-                warnings.warn(f"the fixed-point update of ν did not converge in {count} iterations",
-                              ConvergenceWarning, stacklevel=3)
+            counter["inner_failures"] += int(not ok)
             state["nu"] = nu_star
             return K, nu_star
 
         def objective(theta):
             K, nu_star = inner(theta)
-            current = kernel.with_theta(theta)
             counter["evaluations"] += 1
-            bound = lower_bound(K, t, nu_star, dK=current.gradients(X))
+            bound = lower_bound(K, t, nu_star, dK=kernel.with_theta(theta).gradients(X))
             prior_value, prior_grad = prior_terms(theta)
             # envelope theorem: at ν*(θ), d log Z'/dθ = ∂ log Z'/∂θ (G&M eq 36)
-            return -(bound.log_Z + prior_value), -(bound.grad_theta + prior_grad)
+            return bound.log_Z + prior_value, bound.grad_theta + prior_grad
 
+        def reset():
+            state["nu"] = nu_start
+
+        search = None
+        theta = theta0
         if optimize_theta:
-            result = optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
-                                       bounds=[theta_bounds] * P,
-                                       options=dict(maxiter=max_iter, ftol=tol, gtol=1e-6))
-            theta, converged, n_iterations = result.x, bool(result.success), int(result.nit)
-        else:
-            theta, converged, n_iterations = theta0, True, 0
+            search = maximize(
+                objective,
+                theta0,
+                bounds=theta_bounds,
+                free=free_theta,
+                extra_starts=random_thetas or None,
+                reset=reset,
+                description="optimize_lower_bound (fixed point)",
+                **search_options,
+            )
+            theta = search.theta
         _, nu_final = inner(theta)
-    if not converged:
-        warnings.warn(f"maximising Z' did not converge after {n_iterations} iterations "
-                      f"({result.message})", ConvergenceWarning, stacklevel=2)
+        if counter["inner_failures"]:
+            warnings.warn(
+                f"the fixed-point update of ν did not converge in {fixed_point_max_iter} iterations "
+                f"at {counter['inner_failures']} of the hyperparameter values tried",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
     fitted = kernel.with_theta(theta)
     final = lower_bound(fitted.K(X), t, nu_final, dK=fitted.gradients(X))
     objective_value = final.log_Z + (prior_terms(theta)[0] if optimize_theta else 0.0)
-    return LowerBoundFit(fitted, final, float(objective_value), counter["evaluations"], n_iterations, converged,
-                         nu_update)
+    converged = (search is None or search.converged) and counter["inner_failures"] == 0
+    return LowerBoundFit(
+        fitted,
+        final,
+        float(objective_value),
+        counter["evaluations"],
+        0 if search is None else search.n_iter,
+        bool(converged),
+        nu_update,
+        search,
+    )
 
 
-def optimize_lower_bound_restarts(X, t, kernel, rng, n_restarts=0, restart_sd=1.0, progress=False, **options):
-    """:func:`optimize_lower_bound` from ``kernel.theta`` and from ``n_restarts`` random starts.
-
-    The starts are θ₀ + ``restart_sd``·N(0, I) (G&M ran 20 starts for the toy to
-    guard against multiple optima); ``options`` go to :func:`optimize_lower_bound`;
-    ``progress=True`` shows a tqdm bar over the starts. Returns ``(best, fits)``:
-    the fit with the largest objective (log Z' + log-prior) and the list of all
-    fits, in order.
-    """
-    rng = check_rng(rng)
-    if int(n_restarts) != n_restarts or n_restarts < 0:
-        raise ValueError(f"n_restarts must be a non-negative integer; got {n_restarts!r}")
-    starts = [kernel.theta] + list(random_restart_thetas(kernel, rng, int(n_restarts), restart_sd))
-    if progress:
-        from tqdm.auto import tqdm
-
-        starts = tqdm(starts, desc="restarts of Z' maximisation")
-    fits = [optimize_lower_bound(X, t, kernel.with_theta(theta), **options) for theta in starts]
-    best = max(fits, key=lambda fit: fit.objective)
-    return best, fits
-
-
-def _logistic_mode(K, s, tol, max_iter):
-    r"""Newton's method for :math:`\hat{\mathbf f} = \arg\max_f \Psi(f)`,
-    :math:`\Psi = \sum_n\log\sigma(s_nf_n) - \tfrac12 f^TK^{-1}f` (GPML Alg. 3.1 with step halving).
-
-    Starts from f = 0. Returns (f, n_iterations, converged). Only B = I + W½KW½
-    is factorised.
-    """
-    n = K.shape[0]
-    # a = K⁻¹ f is tracked (f = K a) so that Ψ never needs a solve with K
-    f, a = np.zeros(n), np.zeros(n)
-
-    def psi(a, f):
-        return np.sum(log_sigmoid(s * f)) - 0.5 * a @ f
-
-    current = psi(a, f)
-    for iteration in range(1, max_iter + 1):
-        pi_s = expit(s * f)
-        # ∇ log p(t|f) = s σ(−s f); W = −∇∇ log p = σ(sf)σ(−sf)
-        grad = s * (1.0 - pi_s)
-        w_sqrt = np.sqrt(pi_s * (1.0 - pi_s))
-        L = cholesky(np.eye(n) + w_sqrt[:, None] * K * w_sqrt[None, :], name="B = I + W½KW½").L
-        # GPML Alg. 3.1 lines 6-9: b = W f + ∇ log p; a = b − W½ B⁻¹ W½ K b
-        b = w_sqrt**2 * f + grad
-        a_new = b - w_sqrt * cho_solve(L, w_sqrt * (K @ b))
-        step, direction = 1.0, a_new - a
-        while True:
-            a_try = a + step * direction
-            f_try = K @ a_try
-            value = psi(a_try, f_try)
-            if value >= current - 1e-12 * abs(current) or step < 1e-10:
-                break
-            step /= 2.0
-        improvement = value - current
-        a, f, current = a_try, f_try, value
-        if abs(improvement) <= tol * (1.0 + abs(current)) and np.max(np.abs(grad - a)) <= 1e-6:
-            return f, iteration, True
-    return f, max_iter, False
-
-
-def optimize_upper_bound(K, t, mu0=None, method="newton", max_iter=None, tol=1e-12):
+def optimize_upper_bound(
+    K: ArrayLike,
+    t: ArrayLike,
+    *,
+    mu0: ArrayLike | None = None,
+    method: str = "newton",
+    max_iter: int | None = None,
+    tol: float = 1e-12,
+) -> UpperBoundFit:
     r"""Minimise log Z'' over μ with Θ (hence K) fixed (G&M §IV-C).
 
-    log Z'' is convex in μ (Hessian diag(1/(μ(1−μ))) + diag(s) K diag(s)) and its
-    gradient (eq 39) tends to ∓∞ at μ → 0, 1, so the minimum is unique and
-    interior; there μ_k = σ(−s_k (K b)_k). Two solvers:
+    log Z'' is convex in μ (Hessian diag(1/(μ(1−μ))) + diag(s) K diag(s)) and its gradient
+    (eq 39) tends to ∓∞ at μ → 0, 1, so the minimum is unique and interior; there
+    μ_k = σ(−s_k (K b)_k). Two solvers:
 
-    - ``method="gradient"``: L-BFGS on the logits u = log(μ/(1−μ)) with the gradient
-      of eq 39 (times dμ/du), the route G&M describe (they used conjugate
-      gradients). Slow when K has large eigenvalues (the condition number of the
-      problem grows with them); convergence is judged by the stationarity
-      condition, not by the optimiser's own flag.
+    - ``method="gradient"``: L-BFGS on the logits u = log(μ/(1−μ)) with the gradient of eq 39
+      (times dμ/du), the route G&M describe (they used conjugate gradients). Slow when K has large
+      eigenvalues (the condition number of the problem grows with them); convergence is judged by
+      the stationarity condition, not by the optimiser's own flag.
     - ``method="newton"`` (default): the convex dual. Since
       :math:`\log\sigma(z) = \min_\mu[\mu z - H_2(\mu)]`,
 
@@ -658,9 +760,24 @@ def optimize_upper_bound(K, t, mu0=None, method="newton", max_iter=None, tol=1e-
                 = \max_{\mathbf f}\Bigl[\sum_n\log\sigma(s_nf_n) - \tfrac12\mathbf f^TK^{-1}\mathbf f\Bigr],
                 \qquad \mu_n = \sigma(-s_n\hat f_n),
 
-      the maximum being the mode of the exact posterior (the Laplace mode). It is
-      found by Newton's method in the stable form of GPML Alg. 3.1 (a handful of
-      iterations, each one Cholesky of B = I + W½KW½), then eq 38 is evaluated at μ.
+      the maximum being the mode of the exact posterior: the Laplace mode, found by
+      :func:`gpc_ref.laplace.laplace_mode` (Newton in the stable form of GPML Alg. 3.1), after which
+      eq 38 is evaluated at μ.
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance.
+    t : array (n,)
+        Labels in {0, 1} (or {−1, +1}).
+    mu0 : array (n,), optional
+        Starting μ of the gradient method (Newton starts from f = 0).
+    method : {"newton", "gradient"}
+    max_iter : int, optional
+        Newton steps (default 100) or L-BFGS iterations (default 5000).
+    tol : float
+        Tolerance of the solver: L-BFGS's ``ftol`` (gradient); for Newton, converged means
+        :math:`\max_n|\partial\Psi/\partial f_n| \le \sqrt{\text{tol}}` (times max(1, max|∇log p|)).
 
     Returns
     -------
@@ -668,20 +785,30 @@ def optimize_upper_bound(K, t, mu0=None, method="newton", max_iter=None, tol=1e-
         ``n_evaluations``: objective evaluations (gradient) or Newton iterations (newton).
     """
     mu0 = np.full(len(np.atleast_1d(t)), 0.5) if mu0 is None else mu0
-    K, s, mu0 = _check_problem(K, t, "mu0", mu0)
+    K, s, mu0 = _problem(K, t, "mu0", mu0)
     if np.any((mu0 <= 0) | (mu0 >= 1)):
         raise ValueError("mu0 must lie strictly inside (0, 1)")
-    if method not in ("newton", "gradient"):
-        raise ValueError(f"method must be 'newton' or 'gradient'; got {method!r}")
+    check_choice(method, "method", ("newton", "gradient"))
+    tol = float(check_positive(tol, "tol"))
     if method == "newton":
-        max_iter = 100 if max_iter is None else int(max_iter)
-        # Newton starts from f = 0 (mu0 is used by the gradient method only)
-        f, n_iterations, converged = _logistic_mode(K, s, tol, max_iter)
+        max_iter = 100 if max_iter is None else check_positive_int(max_iter, "max_iter")
+        # the dual is the Laplace mode of the logistic likelihood (Newton starts from f = 0)
+        # laplace_mode also stops on the changes of W and Ψ between steps, which rounding keeps near
+        # 1e-12 (relative) and above it when K has large eigenvalues: at this function's default tol it
+        # would never stop. It therefore runs at no less than its own default tolerance, and convergence
+        # is judged here by stationarity of the dual, max|∇Ψ| ≤ √tol·max(1, max|∇log p|) (1e-6 at the
+        # default tol), as the gradient route judges by stationarity.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # reported below, in this function's words
+            mode = laplace_mode(
+                K, s, likelihood=LogisticLikelihood(), tol=max(tol, _NEWTON_STEP_TOL), max_iter=max_iter
+            )
         # the dual's optimum: μ_n = σ(−s_n f_n)
-        mu = expit(-s * f)
-        n_evaluations = n_iterations
+        mu = expit(-s * mode.f)
+        n_iterations = n_evaluations = mode.n_iter
+        converged = bool(mode.gradient_norm <= np.sqrt(tol) * max(1.0, float(np.max(np.abs(mode.grad_log_lik)))))
     else:
-        max_iter = 5000 if max_iter is None else int(max_iter)
+        max_iter = 5000 if max_iter is None else check_positive_int(max_iter, "max_iter")
         counter = {"evaluations": 0}
 
         def objective(u):
@@ -695,8 +822,13 @@ def optimize_upper_bound(K, t, mu0=None, method="newton", max_iter=None, tol=1e-
             return value, (u + s * Kb) * mu * (1.0 - mu)
 
         # the logits keep μ strictly inside (0, 1) without a box
-        result = optimize.minimize(objective, np.log(mu0) - np.log1p(-mu0), jac=True, method="L-BFGS-B",
-                                   options=dict(maxiter=max_iter, ftol=tol, gtol=1e-10, maxcor=30))
+        result = optimize.minimize(
+            objective,
+            np.log(mu0) - np.log1p(-mu0),
+            jac=True,
+            method="L-BFGS-B",
+            options=dict(maxiter=max_iter, ftol=tol, gtol=1e-10, maxcor=30),
+        )
         mu, n_iterations = expit(result.x), int(result.nit)
         # L-BFGS's own stopping rule can fire early on an ill-conditioned K: check stationarity,
         # μ_k = σ(−s_k (K b)_k), on the logit scale
@@ -704,21 +836,19 @@ def optimize_upper_bound(K, t, mu0=None, method="newton", max_iter=None, tol=1e-
         converged = bool(result.success) and residual <= 1e-4
         n_evaluations = counter["evaluations"]
     if not converged:
-        warnings.warn(f"minimising Z'' ({method}) did not converge after {n_iterations} iterations",
-                      ConvergenceWarning, stacklevel=2)
+        warnings.warn(
+            f"minimising Z'' ({method}) did not converge after {n_iterations} iterations",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     final = upper_bound(K, t, mu)
     return UpperBoundFit(final, n_evaluations, n_iterations, converged)
 
 
 # --------------------------------------------------------------------------- predictions
-def _check_prediction_inputs(train_vector, X, X_test):
-    X = check_matrix(X, "X")
-    if X.shape[0] != train_vector.shape[0]:
-        raise ValueError(f"X must hold the {train_vector.shape[0]} training inputs of the bound; got {X.shape[0]}")
-    return X, check_matrix(X_test, "X_test", n_features=X.shape[1])
-
-
-def predict_lower(bound, kernel, X, X_test):
+def predict_lower(
+    bound: LowerBound, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean and variance of :math:`\mathcal P_Q(a_*)` (G&M eqs 17–21, eq 18 corrected).
 
     .. math:: a_l = \mathbf k_*^T H^{-1}\mathbf d = \mathbf k_*^T\boldsymbol\alpha, \qquad
@@ -744,7 +874,7 @@ def predict_lower(bound, kernel, X, X_test):
     mean, var : ndarrays (m,)
         Latent predictive mean a_l and variance s_l² (clipped at 0 against rounding).
     """
-    X, X_test = _check_prediction_inputs(bound.alpha, X, X_test)
+    X, X_test = check_train_test(X, X_test, bound.alpha.shape[0])
     k = kernel.K(X, X_test)
     kappa = kernel.diag(X_test)
     # G&M (2000) eq 17: a_l = kᵀ H⁻¹ d
@@ -755,7 +885,9 @@ def predict_lower(bound, kernel, X, X_test):
     return mean, var
 
 
-def predict_upper(bound, kernel, X, X_test):
+def predict_upper(
+    bound: UpperBound, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean and variance of :math:`\mathcal P_R(a_*)` (G&M eqs 26–28, corrected).
 
     𝒫_R(a_{N+1}) ∝ exp(−½ aᵀ C_{N+1}⁻¹ a + b̃ᵀa) with b̃ = (b, 0) is N(C_{N+1} b̃, C_{N+1}),
@@ -766,9 +898,20 @@ def predict_upper(bound, kernel, X, X_test):
     The printed eqs 27–28 (:math:`s_u^2 = (\kappa - \mathbf k^TC_N^{-1}\mathbf k)^{-1}`,
     :math:`a_u = -s_u^2\mathbf k^T C_N^{-1}\mathbf b`) are not this marginal (they
     even have the wrong units); the upper-bound posterior keeps the prior variance.
-    Arguments as in :func:`predict_lower`, with an :class:`UpperBound`.
+
+    Parameters
+    ----------
+    bound : UpperBound
+        The upper bound at the training data (e.g. ``optimize_upper_bound(...).bound``).
+    kernel, X, X_test
+        As in :func:`predict_lower`.
+
+    Returns
+    -------
+    mean, var : ndarrays (m,)
+        a_u and s_u² = κ.
     """
-    X, X_test = _check_prediction_inputs(bound.b, X, X_test)
+    X, X_test = check_train_test(X, X_test, bound.b.shape[0])
     k = kernel.K(X, X_test)
     # corrected G&M eq 27: a_u = kᵀ b
     mean = k.T @ bound.b
@@ -777,9 +920,18 @@ def predict_upper(bound, kernel, X, X_test):
     return mean, var
 
 
-def predict_proba_bound(mean, var):
-    """P(t = 1 | x, D) ≈ g(τ(s) a) with τ(s) = 1/√(1 + πs²/8) (G&M eqs 22, 23, 29; [MacKay92])."""
+def predict_proba_bound(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
+    """P(t = 1 | x, D) ≈ g(τ(s) a) with τ(s) = 1/√(1 + πs²/8) (G&M eqs 22, 23, 29; [MacKay92]).
+
+    Parameters
+    ----------
+    mean, var : array_like (m,)
+        Latent predictive means a and variances s² (from :func:`predict_lower` or :func:`predict_upper`).
+
+    Returns
+    -------
+    ndarray (m,)
+        P(t = 1).
+    """
     # G&M (2000) eqs 22/29 with the approximation of eq 23
     return sigmoid_gaussian_mackay(mean, var)
-
-

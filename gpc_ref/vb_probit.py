@@ -50,23 +50,40 @@ References
 - [AC93] Albert & Chib (1993): the auxiliary-variable representation of the probit.
 - [GPML] Rasmussen & Williams (2006), §2.2 (GP regression with unit noise, used by Q(M)).
 - [VR08] Varadhan & Roland (2008): SQUAREM, the optional acceleration of the fixed-point iterations.
+
+Learning the kernel (G&R's importance sampling, and maximisation of the bound) is in
+:mod:`gpc_ref.vb_probit_learning`.
 """
+
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtr
+from numpy.typing import ArrayLike
+from scipy.special import log_ndtr
+from scipy.special import logsumexp
+from scipy.special import ndtr
 
-from .kernels import SEKernel
-from .likelihoods import MultinomialProbitLikelihood, normal_pdf_over_cdf
-from .linalg import cholesky, solve_lower
-from .validation import check_binary_labels, check_matrix, check_positive, check_rng
+from .likelihoods import MultinomialProbitLikelihood
+from .likelihoods import normal_pdf_over_cdf
+from .linalg import CholeskyFactor
+from .linalg import cholesky
+from .linalg import solve_lower
+from .validation import ConvergenceWarning
+from .validation import check_binary_labels
+from .validation import check_class_codes
+from .validation import check_covariance_stack
+from .validation import check_matrix
+from .validation import check_rng
+from .validation import check_test_covariances
 
 __all__ = [
-    "ConvergenceWarning",
-    "check_class_codes",
+    "factor_plus_identity",
+    "latent_from_alpha",
+    "solve_each",
     "truncated_normal_mean",
     "cone_truncated_mean",
     "cone_mean_shift_monte_carlo",
@@ -76,78 +93,16 @@ __all__ = [
     "vb_lower_bound",
     "vb_predict_latent",
     "vb_predict_proba",
-    "precisions_from_kernel",
-    "kernel_from_precisions",
-    "ImportanceStep",
-    "importance_sample_precisions",
-    "update_psi",
-    "KernelLearning",
-    "vb_probit_learn_kernel",
 ]
 
 
-class ConvergenceWarning(UserWarning):
-    """An iterative method stopped at its iteration limit before meeting its tolerance."""
-
-
-# --------------------------------------------------------------------------- input checks
-def check_class_codes(t, n_points, n_classes=None, name="t"):
-    """Return ``(codes, n_classes)`` after checking that ``t`` holds class codes 0..K−1.
-
-    The paper numbers classes 1..K; the package uses 0..K−1 (estimators map any
-    labels to these codes). Every class must have at least one example: a class
-    the data never show has no information in the likelihood, and is almost
-    certainly a mistake in the labels.
-    """
-    t = np.asarray(t)
-    if t.ndim != 1 or t.shape[0] != n_points:
-        raise ValueError(f"{name} must be a 1-D array of {n_points} class codes; got shape {t.shape}")
-    try:
-        codes = t.astype(float)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must hold integer class codes 0..K-1 (the paper's 1..K minus one)") from exc
-    if not np.all(np.isfinite(codes)) or np.any(codes != np.round(codes)):
-        raise ValueError(f"{name} must hold integer class codes 0..K-1 (the paper's 1..K minus one)")
-    codes = codes.astype(int)
-    if n_classes is None:
-        n_classes = int(codes.max()) + 1
-    n_classes = int(n_classes)
-    if n_classes < 2:
-        raise ValueError(f"n_classes must be at least 2; got {n_classes}")
-    if np.any(codes < 0) or np.any(codes >= n_classes):
-        bad = sorted(set(codes[(codes < 0) | (codes >= n_classes)].tolist()))[:6]
-        raise ValueError(f"{name} has codes {bad} outside 0..{n_classes - 1} (the paper's labels 1..{n_classes} "
-                         f"minus one)")
-    counts = np.bincount(codes, minlength=n_classes)
-    if np.any(counts == 0):
-        raise ValueError(f"{name}: class code(s) {np.flatnonzero(counts == 0).tolist()} have no examples; "
-                         f"every one of the {n_classes} classes needs at least one training point")
-    return codes, n_classes
-
-
-def _check_kernel_matrices(K, n_classes=None):
-    """Return a list of per-class (n, n) matrices from one shared matrix or a (C, n, n) stack."""
-    K = np.asarray(K, dtype=float)
-    if K.ndim == 2:
-        mats = [K]
-    elif K.ndim == 3:
-        mats = list(K)
-        if n_classes is not None and len(mats) != n_classes:
-            raise ValueError(f"K must hold one (n, n) matrix per class ({n_classes}); got {len(mats)}")
-    else:
-        raise ValueError(f"K must be an (n, n) matrix or a stack (K, n, n) of them; got shape {K.shape}")
-    for k, mat in enumerate(mats):
-        if mat.shape[0] != mat.shape[1]:
-            raise ValueError(f"K must be square; got shape {mat.shape}")
-        if not np.all(np.isfinite(mat)):
-            raise ValueError("K contains NaN or infinite values")
-        if not np.allclose(mat, mat.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(mat).max()))):
-            raise ValueError(f"K{'' if len(mats) == 1 else f'[{k}]'} must be symmetric")
-    return mats
+def _kernel_matrices(K, n_classes=None):
+    """A list of per-class (n, n) covariances from one shared matrix or a (C, n, n) stack."""
+    return list(check_covariance_stack(K, "K", n_classes=n_classes))
 
 
 # --------------------------------------------------------------------------- Q(Y): truncated Gaussians
-def truncated_normal_mean(m, t):
+def truncated_normal_mean(m: ArrayLike, t: ArrayLike) -> np.ndarray:
     r"""Mean of :math:`y \sim N(m, 1)` truncated to :math:`t\,y > 0` (G&R §4.4.1, footnote 6).
 
     .. math:: \widetilde y = m + t\,\frac{\phi(m)}{\Phi(t m)}
@@ -155,6 +110,18 @@ def truncated_normal_mean(m, t):
     for labels :math:`t \in \{-1, +1\}`. The ratio is evaluated in log space
     (:func:`~gpc_ref.likelihoods.normal_pdf_over_cdf`), so it stays finite when
     :math:`t m \to -\infty` (where it grows like :math:`-t m`).
+
+    Parameters
+    ----------
+    m : array_like (n,)
+        Means :math:`\widetilde m_n` of the untruncated Gaussians.
+    t : array_like (n,)
+        Labels in {−1, +1} (or {0, 1}).
+
+    Returns
+    -------
+    ndarray (n,)
+        The truncated means :math:`\widetilde y_n`.
     """
     m = np.asarray(m, dtype=float)
     t = check_binary_labels(t, "t")
@@ -162,11 +129,29 @@ def truncated_normal_mean(m, t):
     return m + t * normal_pdf_over_cdf(t * m)
 
 
-def cone_truncated_mean(t, M, likelihood=None):
+def cone_truncated_mean(
+    t: ArrayLike, M: ArrayLike, *, likelihood: MultinomialProbitLikelihood | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Means :math:`\widetilde{\mathbf Y}` and :math:`\log\mathcal Z_n` of :math:`N(\mathbf m_n, I)` truncated to cone :math:`t_n` (G&R eqs 4.3, 4.4).
 
     A thin wrapper of :meth:`~gpc_ref.likelihoods.MultinomialProbitLikelihood.cone_mean_shift`
-    (Gauss–Hermite quadrature over :math:`u`): returns ``(M + P, log_Z)``.
+    (Gauss–Hermite quadrature over :math:`u`).
+
+    Parameters
+    ----------
+    t : array_like (n,)
+        Class codes 0..C−1.
+    M : array_like (n, C)
+        Means :math:`\widetilde{\mathbf m}_n` of the untruncated Gaussians, one row per point.
+    likelihood : MultinomialProbitLikelihood, optional
+        Carries the Gauss–Hermite rule (default 48 nodes).
+
+    Returns
+    -------
+    Y : ndarray (n, C)
+        :math:`\widetilde{\mathbf Y} = \mathbf M + \mathbf P`.
+    log_Z : ndarray (n,)
+        :math:`\log\mathcal Z_n`.
     """
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
     # G&R (2006) eqs 4.3, 4.4: ỹ_n = m̃_n + p_n
@@ -174,24 +159,35 @@ def cone_truncated_mean(t, M, likelihood=None):
     return np.asarray(M, dtype=float) + P, log_Z
 
 
-def cone_mean_shift_monte_carlo(t, M, rng, n_samples=1000):
+def cone_mean_shift_monte_carlo(
+    t: ArrayLike, M: ArrayLike, *, rng: np.random.Generator | int, n_samples: int = 1000
+) -> tuple[np.ndarray, np.ndarray]:
     r"""The paper's estimator of P and :math:`\mathcal Z_n`: the expectations over u by Monte Carlo.
 
     G&R (§6.1) computed the one-dimensional expectations of eqs 4.3–4.4 with
     1000 samples :math:`u^{(s)} \sim N(0,1)`, shared by all points. This
     function repeats that estimator so the book can compare it with the
-    Gauss–Hermite rule used everywhere else. Returns ``(P, log_Z)`` like
-    :meth:`~gpc_ref.likelihoods.MultinomialProbitLikelihood.cone_mean_shift`.
+    Gauss–Hermite rule used everywhere else.
+
+    Parameters
+    ----------
+    t, M
+        As in :func:`cone_truncated_mean`.
+    rng : numpy.random.Generator or int
+    n_samples : int
+        Draws of :math:`u`, shared by all points (the paper: 1000).
+
+    Returns
+    -------
+    P : ndarray (n, C)
+        The mean shifts :math:`p_{nk}` (the truncated means are ``M + P``).
+    log_Z : ndarray (n,)
+        :math:`\log\mathcal Z_n`.
     """
     rng = check_rng(rng)
-    M = np.asarray(M, dtype=float)
-    if M.ndim != 2 or M.shape[1] < 2:
-        raise ValueError(f"M must have shape (n, K) with K >= 2; got {M.shape}")
-    n, K = M.shape
-    t = np.asarray(t)
-    if t.shape != (n,) or np.any(t != np.round(t)) or np.any(t < 0) or np.any(t >= K):
-        raise ValueError(f"t must hold {n} integer class codes in 0..{K - 1}")
-    t = t.astype(int)
+    M = check_matrix(M, "M")
+    n = M.shape[0]
+    t, _ = check_class_codes(t, n, M.shape[1], require_all=False)
     u = rng.standard_normal(int(n_samples))
     own = M[np.arange(n), t]
     d = u[None, :, None] + (own[:, None] - M)[:, None, :]  # u + m̃_ni − m̃_nk, shape (n, S, K)
@@ -246,12 +242,12 @@ class VBResult:
     binary: bool
 
     @property
-    def log_marginal_likelihood_bound(self):
+    def log_marginal_likelihood_bound(self) -> float:
         """The final value of the lower bound on log p(t | X, kernel)."""
         return float(self.lower_bound[-1])
 
 
-def vb_lower_bound(log_Z, alpha, M, factors):
+def vb_lower_bound(log_Z: np.ndarray, alpha: np.ndarray, M: np.ndarray, factors: Sequence[CholeskyFactor]) -> float:
     r"""The variational lower bound of G&R Appendix C, in the simplified form derived in the book.
 
     .. math:: \mathcal L = \sum_n\log\mathcal Z_n - \tfrac12\sum_k\boldsymbol\alpha_k^T\widetilde{\mathbf m}_k
@@ -259,8 +255,19 @@ def vb_lower_bound(log_Z, alpha, M, factors):
 
     with :math:`\widetilde{\mathbf m}_k = \mathbf C_k\boldsymbol\alpha_k` (so
     :math:`\boldsymbol\alpha_k^T\widetilde{\mathbf m}_k = \widetilde{\mathbf m}_k^T\mathbf C_k^{-1}\widetilde{\mathbf m}_k`).
-    ``factors`` holds one factor of :math:`\mathbf I + \mathbf C` per class, or a
-    single shared one counted ``n_classes`` times.
+
+    Parameters
+    ----------
+    log_Z : ndarray (n,)
+        :math:`\log\mathcal Z_n`.
+    alpha, M : ndarray (n, C)
+        Dual weights :math:`\boldsymbol\alpha_k` and means :math:`\widetilde{\mathbf m}_k`, one column per class.
+    factors : sequence of CholeskyFactor
+        One factor of :math:`\mathbf I + \mathbf C_k` per class, or a single shared one counted C times.
+
+    Returns
+    -------
+    float
     """
     n_cols = alpha.shape[1]
     if len(factors) == 1:
@@ -271,14 +278,35 @@ def vb_lower_bound(log_Z, alpha, M, factors):
     return float(np.sum(log_Z) - 0.5 * np.sum(alpha * M) - half_log_det)
 
 
-def _factor_plus_identity(mats):
+def factor_plus_identity(mats: Sequence[np.ndarray]) -> tuple[CholeskyFactor, ...]:
+    """Cholesky factors of :math:`I + K_c` for each distinct covariance (eigenvalues at least one).
+
+    Parameters
+    ----------
+    mats : sequence of ndarray (n, n)
+
+    Returns
+    -------
+    tuple of CholeskyFactor
+    """
     n = mats[0].shape[0]
     return tuple(cholesky(np.eye(n) + mat, name="I + K") for mat in mats)
 
 
 def _warn_not_converged(name, max_iter, change):
-    warnings.warn(f"{name} did not converge in {max_iter} iterations (last bound change {change:.3g}); "
-                  f"raise max_iter or loosen tol", ConvergenceWarning, stacklevel=3)
+    warnings.warn(
+        f"{name} did not converge in {max_iter} iterations (last bound change {change:.3g}); "
+        f"raise max_iter or loosen tol",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+def _converged(bounds, alpha, alpha_next, tol):
+    """The bound stopped rising (relative ``tol``) *and* the fixed-point residual of α is small (√tol)."""
+    if len(bounds) < 2 or abs(bounds[-1] - bounds[-2]) > tol * max(1.0, abs(bounds[-1])):
+        return False
+    return float(np.max(np.abs(alpha_next - alpha))) <= np.sqrt(tol) * max(1.0, float(np.max(np.abs(alpha))))
 
 
 def _squarem(evaluate, update, alpha, max_iter, tol):
@@ -291,13 +319,18 @@ def _squarem(evaluate, update, alpha, max_iter, tol):
     result only if its bound is at least that of α2; otherwise s is moved
     halfway towards −1 (where α' = α2) and the cycle retried. The recorded
     bound therefore never decreases, and the fixed point is the plain
-    iteration's. ``max_iter`` counts evaluations of the map.
+    iteration's. It stops when the bound stops rising and the plain map moves α by
+    at most √tol (relative): a fixed point, not only a flat bound. ``max_iter``
+    counts evaluations of the map.
     """
     state = evaluate(alpha)
     bounds = [state[3]]
     n_eval, converged = 1, False
     while n_eval < max_iter:
         alpha1 = update(state[1])
+        if _converged(bounds, alpha, alpha1, tol):
+            converged = True
+            break
         state1 = evaluate(alpha1)
         alpha2 = update(state1[1])
         state2 = evaluate(alpha2)
@@ -315,16 +348,21 @@ def _squarem(evaluate, update, alpha, max_iter, tol):
                     best_alpha, best = trial_alpha, trial
                     break
                 step = 0.5 * (step - 1.0)
-        change = best[3] - bounds[-1]
         alpha, state = best_alpha, best
         bounds.append(state[3])
-        if abs(change) <= tol * max(1.0, abs(state[3])):
-            converged = True
-            break
     return alpha, state, bounds, n_eval, converged
 
 
-def vb_probit_binary(K, t, max_iter=1000, tol=1e-9, alpha_init=None, warn=True, accelerate=False):
+def vb_probit_binary(
+    K: ArrayLike,
+    t: ArrayLike,
+    *,
+    max_iter: int = 1000,
+    tol: float = 1e-9,
+    alpha_init: ArrayLike | None = None,
+    warn: bool = True,
+    accelerate: bool = False,
+) -> VBResult:
     r"""Binary variational Bayes probit classification (G&R §4.4.1, eq 4.9).
 
     One GP :math:`\mathbf m \sim N(0, \mathbf C)`, auxiliaries
@@ -336,16 +374,25 @@ def vb_probit_binary(K, t, max_iter=1000, tol=1e-9, alpha_init=None, warn=True, 
 
     :math:`\mathbf I + \mathbf C` is factorised once. The bound (Appendix C with
     K = 1 and :math:`\mathcal Z_n = \Phi(t_n\widetilde m_n)`) is recorded every iteration;
-    the loop stops when it rises by less than ``tol``·max(1, |bound|).
+    the loop stops when it rises by less than ``tol``·max(1, |bound|) *and* the fixed-point residual
+    (the largest change of :math:`\boldsymbol\alpha` in the last iteration, relative to its size) is below
+    :math:`\sqrt{\text{tol}}`: a slowly contracting map can raise the bound by very little per iteration
+    while still far from its fixed point.
 
     Parameters
     ----------
-    K : ndarray (n, n)
+    K : array_like (n, n)
         Prior covariance :math:`\mathbf C` (jitter included).
-    t : array (n,)
+    t : array_like (n,)
         Labels in {−1, +1} (or {0, 1}).
-    alpha_init : ndarray (n,), optional
+    max_iter : int
+        Iterations at most (evaluations of the update map when accelerated).
+    tol : float
+        Relative rise of the bound below which the iterations stop (with the residual test above).
+    alpha_init : array_like (n,), optional
         Starting :math:`\boldsymbol\alpha` (so :math:`\widetilde{\mathbf m} = \mathbf C\boldsymbol\alpha`); zeros by default.
+    warn : bool
+        Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the iterations stop unconverged.
     accelerate : bool
         Extrapolate the iterations with SQUAREM [VR08]: same fixed point, far
         fewer iterations when the kernel is large (the plain iteration's rate
@@ -360,24 +407,27 @@ def vb_probit_binary(K, t, max_iter=1000, tol=1e-9, alpha_init=None, warn=True, 
     ----------
     [GR06] eq 4.9 and footnote 6; [AC93].
     """
-    (C,) = _check_kernel_matrices(K)
+    (C,) = _kernel_matrices(K, 1)
     n = C.shape[0]
-    t = check_binary_labels(t, "t")
-    if t.shape[0] != n:
-        raise ValueError(f"t must have {n} labels to match K; got {t.shape[0]}")
+    t = check_binary_labels(t, "t", length=n)
     factor = cholesky(np.eye(n) + C, name="I + K")  # factorised once: the kernel is fixed
     alpha = np.zeros(n) if alpha_init is None else np.asarray(alpha_init, dtype=float).reshape(n)
     if accelerate:
+
         def evaluate(a):
             m = C @ a
             log_Z = log_ndtr(t * m)
-            return m, m + t * normal_pdf_over_cdf(t * m), log_Z, float(np.sum(log_Z) - 0.5 * a @ m - 0.5 * factor.log_det)
+            return (
+                m,
+                m + t * normal_pdf_over_cdf(t * m),
+                log_Z,
+                float(np.sum(log_Z) - 0.5 * a @ m - 0.5 * factor.log_det),
+            )
 
         alpha, (m, y, log_Z, _), bounds, it, converged = _squarem(evaluate, factor.solve, alpha, max_iter, tol)
         if not converged and warn:
             _warn_not_converged("vb_probit_binary", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
-        return VBResult(m[:, None], y[:, None], alpha[:, None], log_Z, np.array(bounds), (factor,), it, converged,
-                        True)
+        return VBResult(m[:, None], y[:, None], alpha[:, None], log_Z, np.array(bounds), (factor,), it, converged, True)
     m = C @ alpha
     bounds = []
     converged = False
@@ -388,22 +438,30 @@ def vb_probit_binary(K, t, max_iter=1000, tol=1e-9, alpha_init=None, warn=True, 
         log_Z = log_ndtr(t * m)  # Z_n = Φ(t_n m̃_n)
         # App. C with K = 1: Σ log Φ(t_n m̃_n) − ½ m̃ᵀC⁻¹m̃ − ½ log|I + C|
         bounds.append(float(np.sum(log_Z) - 0.5 * alpha @ m - 0.5 * factor.log_det))
-        if it > 1 and abs(bounds[-1] - bounds[-2]) <= tol * max(1.0, abs(bounds[-1])):
-            converged = True
-            break
-        if it == int(max_iter):
-            break  # stop with Q(Y), the bound and Q(M) consistent
         # Q(m): G&R (2006) eq 4.9, m̃ ← C (I + C)⁻¹ (m̃ + p), kept as α = (I + C)⁻¹ ỹ, m̃ = C α
-        alpha = factor.solve(y)
+        alpha_next = factor.solve(y)
+        converged = _converged(bounds, alpha, alpha_next, tol)
+        if converged or it == int(max_iter):
+            break  # stop with Q(Y), the bound and Q(M) consistent
+        alpha = alpha_next
         m = C @ alpha
     if not converged and warn:
         _warn_not_converged("vb_probit_binary", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
-    return VBResult(m[:, None], y[:, None], alpha[:, None], log_Z, np.array(bounds), (factor,), it, converged,
-                    True)
+    return VBResult(m[:, None], y[:, None], alpha[:, None], log_Z, np.array(bounds), (factor,), it, converged, True)
 
 
-def vb_probit_multiclass(K, t, n_classes=None, max_iter=1000, tol=1e-9, likelihood=None, alpha_init=None,
-                         warn=True, accelerate=False):
+def vb_probit_multiclass(
+    K: ArrayLike,
+    t: ArrayLike,
+    *,
+    n_classes: int | None = None,
+    max_iter: int = 1000,
+    tol: float = 1e-9,
+    likelihood: MultinomialProbitLikelihood | None = None,
+    alpha_init: ArrayLike | None = None,
+    warn: bool = True,
+    accelerate: bool = False,
+) -> VBResult:
     r"""K-class variational Bayes multinomial probit classification (G&R §4.3–4.4, eqs 4.1–4.6).
 
     Every iteration updates Q(Y) (eqs 4.3, 4.4: the truncated-Gaussian means,
@@ -415,22 +473,23 @@ def vb_probit_multiclass(K, t, n_classes=None, max_iter=1000, tol=1e-9, likeliho
     through :math:`\mathbf P`, whose row n depends on all of :math:`\widetilde{\mathbf m}_n`.
     The bound of Appendix C is recorded every iteration and never decreases
     (a property the tests check); the loop stops when it rises by less than
-    ``tol``·max(1, |bound|).
+    ``tol``·max(1, |bound|) and the fixed-point residual of :math:`\boldsymbol\alpha` is below
+    :math:`\sqrt{\text{tol}}` (as in :func:`vb_probit_binary`).
 
     Parameters
     ----------
-    K : ndarray (n, n) or (C, n, n)
+    K : array_like (n, n) or (C, n, n)
         One prior covariance shared by every class, or one per class.
-    t : array (n,)
+    t : array_like (n,)
         Class codes 0..C−1 (the paper's 1..K minus one).
     n_classes : int, optional
         Number of classes C; default ``max(t) + 1``. Every class needs an example.
     likelihood : MultinomialProbitLikelihood, optional
         Carries the Gauss–Hermite rule (default 48 nodes).
-    alpha_init : ndarray (n, C), optional
+    alpha_init : array_like (n, C), optional
         Starting dual weights (zeros by default, i.e. :math:`\widetilde{\mathbf M} = 0`).
-    accelerate : bool
-        SQUAREM extrapolation [VR08] of the same iteration (see :func:`vb_probit_binary`).
+    max_iter, tol, warn, accelerate
+        As in :func:`vb_probit_binary` (``accelerate``: SQUAREM extrapolation [VR08] of the same iteration).
 
     Returns
     -------
@@ -441,28 +500,29 @@ def vb_probit_multiclass(K, t, n_classes=None, max_iter=1000, tol=1e-9, likeliho
     [GR06] eqs 4.1–4.6, Appendices A and C.
     """
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
-    mats = _check_kernel_matrices(K, n_classes)
-    n = mats[0].shape[0]
+    n = np.shape(K)[-1]
     t, n_classes = check_class_codes(t, n, n_classes)
-    if len(mats) not in (1, n_classes):
-        raise ValueError(f"K must hold one matrix or one per class ({n_classes}); got {len(mats)}")
-    factors = _factor_plus_identity(mats)  # I + C_k factorised once per distinct kernel
+    mats = _kernel_matrices(K, n_classes)
+    factors = factor_plus_identity(mats)  # I + C_k factorised once per distinct kernel
     alpha = np.zeros((n, n_classes)) if alpha_init is None else np.array(alpha_init, dtype=float)
     if alpha.shape != (n, n_classes):
         raise ValueError(f"alpha_init must have shape {(n, n_classes)}; got {alpha.shape}")
     if accelerate:
+
         def evaluate(a):
-            M = _latent_from_alpha(mats, a)
+            M = latent_from_alpha(mats, a)
             P, log_Z = likelihood.cone_mean_shift(t, M)
             return M, M + P, log_Z, vb_lower_bound(log_Z, a, M, factors)
 
         alpha, (M, Y, log_Z, _), bounds, it, converged = _squarem(
-            evaluate, lambda Y: _solve_each(factors, Y), alpha, max_iter, tol)
+            evaluate, lambda Y: solve_each(factors, Y), alpha, max_iter, tol
+        )
         if not converged and warn:
-            _warn_not_converged("vb_probit_multiclass", max_iter,
-                                bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
+            _warn_not_converged(
+                "vb_probit_multiclass", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan
+            )
         return VBResult(M, Y, alpha, log_Z, np.array(bounds), factors, it, converged, False)
-    M = _latent_from_alpha(mats, alpha)
+    M = latent_from_alpha(mats, alpha)
     bounds = []
     converged = False
     for it in range(1, int(max_iter) + 1):
@@ -471,47 +531,56 @@ def vb_probit_multiclass(K, t, n_classes=None, max_iter=1000, tol=1e-9, likeliho
         Y = M + P
         # G&R (2006) App. C, simplified bound
         bounds.append(vb_lower_bound(log_Z, alpha, M, factors))
-        if it > 1 and abs(bounds[-1] - bounds[-2]) <= tol * max(1.0, abs(bounds[-1])):
-            converged = True
-            break
-        if it == int(max_iter):
-            break  # stop with Q(Y), the bound and Q(M) consistent
         # Q(M): G&R (2006) eq 4.6, m̃_k ← C_k (I + C_k)⁻¹ (m̃_k + p_k), as α_k = (I + C_k)⁻¹ ỹ_k
-        alpha = _solve_each(factors, Y)
-        M = _latent_from_alpha(mats, alpha)
+        alpha_next = solve_each(factors, Y)
+        converged = _converged(bounds, alpha, alpha_next, tol)
+        if converged or it == int(max_iter):
+            break  # stop with Q(Y), the bound and Q(M) consistent
+        alpha = alpha_next
+        M = latent_from_alpha(mats, alpha)
     if not converged and warn:
-        _warn_not_converged("vb_probit_multiclass", max_iter,
-                            bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
+        _warn_not_converged("vb_probit_multiclass", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
     return VBResult(M, Y, alpha, log_Z, np.array(bounds), factors, it, converged, False)
 
 
-def _solve_each(factors, Y):
-    """(I + C_k)⁻¹ y_k for every column k (one shared factor solves all columns at once)."""
+def solve_each(factors: Sequence[CholeskyFactor], Y: np.ndarray) -> np.ndarray:
+    """:math:`(I + C_k)^{-1}\\mathbf y_k` for every column k (one shared factor solves all columns at once).
+
+    Parameters
+    ----------
+    factors : sequence of CholeskyFactor
+        One factor of :math:`I + C` shared by every column, or one per column.
+    Y : ndarray (n, C)
+
+    Returns
+    -------
+    ndarray (n, C)
+    """
     if len(factors) == 1:
         return factors[0].solve(Y)
     return np.column_stack([f.solve(Y[:, k]) for k, f in enumerate(factors)])
 
 
-def _test_covariances_per_class(K_cross, k_diag, n_cols):
-    """One (n, m) cross covariance and one (m,) prior variance per class, from shared or per-class input."""
-    cross = np.asarray(K_cross, dtype=float)
-    cross = [cross] * n_cols if cross.ndim == 2 else list(cross)
-    diag = np.asarray(k_diag, dtype=float)
-    diag = [diag] * n_cols if diag.ndim == 1 else list(diag)
-    if len(cross) != n_cols or len(diag) != n_cols:
-        raise ValueError(f"K_cross and k_diag must be shared or given for each of {n_cols} classes")
-    return cross, diag
+def latent_from_alpha(mats: Sequence[np.ndarray], alpha: np.ndarray) -> np.ndarray:
+    """:math:`\\widetilde{\\mathbf m}_k = C_k\\boldsymbol\\alpha_k` for every column.
 
+    Parameters
+    ----------
+    mats : sequence of ndarray (n, n)
+        One covariance shared by every column, or one per column.
+    alpha : ndarray (n, C)
 
-def _latent_from_alpha(mats, alpha):
-    """m̃_k = C_k α_k for every column."""
+    Returns
+    -------
+    ndarray (n, C)
+    """
     if len(mats) == 1:
         return mats[0] @ alpha
     return np.column_stack([mat @ alpha[:, k] for k, mat in enumerate(mats)])
 
 
 # --------------------------------------------------------------------------- predictions
-def vb_predict_latent(result, K_cross, k_diag):
+def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean and variance of :math:`m_k^{new}` under Q(M) (G&R §4.5).
 
     .. math:: \widetilde m_k^{new} = \widetilde{\mathbf y}_k^T(\mathbf I + \mathbf C_k)^{-1}\mathbf c_k^{new}
@@ -521,9 +590,9 @@ def vb_predict_latent(result, K_cross, k_diag):
     Parameters
     ----------
     result : VBResult
-    K_cross : ndarray (n, m) or (C, n, m)
-        Covariances between the training points and the m new points.
-    k_diag : ndarray (m,) or (C, m)
+    K_cross : array_like (n, m) or (C, n, m)
+        Covariances between the training points and the m new points (shared, or one per class).
+    k_diag : array_like (m,) or (C, m)
         Prior variances of the new points.
 
     Returns
@@ -531,7 +600,7 @@ def vb_predict_latent(result, K_cross, k_diag):
     mean, var : ndarrays of shape (m, C)
     """
     n_cols = result.alpha.shape[1]
-    cross, diag = _test_covariances_per_class(K_cross, k_diag, n_cols)
+    cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
     mean = np.column_stack([cross[k].T @ result.alpha[:, k] for k in range(n_cols)])
     var = np.empty_like(mean)
     for k in range(n_cols):
@@ -545,16 +614,28 @@ def vb_predict_latent(result, K_cross, k_diag):
     return mean, var
 
 
-def vb_predict_proba(result, K_cross, k_diag, likelihood=None):
+def vb_predict_proba(
+    result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike, *, likelihood: MultinomialProbitLikelihood | None = None
+) -> np.ndarray:
     r"""Predictive class probabilities (G&R §4.5 and Appendix B).
 
-    Binary: :math:`P(t = +1) = \Phi(\widetilde m^{new}/\sqrt{1 + \widetilde\sigma^2_{new}})`;
-    returns an (m, 2) array with columns (P(t = −1), P(t = +1)).
+    Binary: :math:`P(t = +1) = \Phi(\widetilde m^{new}/\sqrt{1 + \widetilde\sigma^2_{new}})`.
 
     K classes: :math:`P(t = k) = E_u\bigl[\prod_{j\ne k}\Phi\bigl((u\widetilde v_k + \widetilde m_k - \widetilde m_j)/\widetilde v_j\bigr)\bigr]`,
-    :math:`\widetilde v_j = \sqrt{1 + \widetilde\sigma_j^2}`, by Gauss–Hermite quadrature; returns (m, K).
-    Entries are clipped to [0, 1] against quadrature round-off; rows are not renormalised, so their
-    sums show the quadrature error.
+    :math:`\widetilde v_j = \sqrt{1 + \widetilde\sigma_j^2}`, by Gauss–Hermite quadrature.
+
+    Parameters
+    ----------
+    result, K_cross, k_diag
+        As in :func:`vb_predict_latent`.
+    likelihood : MultinomialProbitLikelihood, optional
+        Carries the Gauss–Hermite rule of the K-class case (default 48 nodes).
+
+    Returns
+    -------
+    ndarray (m, 2) or (m, K)
+        Binary: columns (P(t = −1), P(t = +1)). K classes: entries clipped to [0, 1] against
+        quadrature round-off; rows are not renormalised, so their sums show the quadrature error.
     """
     mean, var = vb_predict_latent(result, K_cross, k_diag)
     if result.binary:
@@ -564,260 +645,3 @@ def vb_predict_proba(result, K_cross, k_diag, likelihood=None):
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
     # G&R (2006) App. B; clipped to [0, 1] against quadrature round-off (rows are not renormalised)
     return np.clip(likelihood.predict(mean, var), 0.0, 1.0)
-
-
-# --------------------------------------------------------------------------- kernel parameters by importance sampling
-def precisions_from_kernel(kernel):
-    r"""G&R's precisions :math:`\varphi_d = 1/(2\ell_d^2)` of an :class:`~gpc_ref.kernels.SEKernel` (array, length 1 or D)."""
-    return 1.0 / (2.0 * np.atleast_1d(np.asarray(kernel.lengthscale, dtype=float)) ** 2)
-
-
-def kernel_from_precisions(kernel, phi):
-    r"""A copy of ``kernel`` with lengthscales :math:`\ell_d = 1/\sqrt{2\varphi_d}` (the variance is kept)."""
-    phi = check_positive(phi, "phi")
-    lengthscale = 1.0 / np.sqrt(2.0 * np.atleast_1d(phi))
-    return kernel.with_params(lengthscale=lengthscale if kernel.ard else float(lengthscale[0]))
-
-
-@dataclass(frozen=True)
-class ImportanceStep:
-    """One importance-sampling estimate of the precisions (G&R eqs 4.5, 4.7).
-
-    ``phi_mean`` is the weighted mean of the sampled precisions; ``effective_sample_size``
-    (Kish, :math:`1/\\sum_s w_s^2`) shows how many samples carried the estimate;
-    ``n_failed`` counts samples whose covariance would not factorise (weight zero).
-    """
-
-    phi_mean: np.ndarray
-    effective_sample_size: float
-    n_failed: int
-
-
-def importance_sample_precisions(X, M, kernel, psi, rng, n_samples=500, include_trace=True):
-    r"""Posterior mean of the kernel precisions by importance sampling (G&R eqs 4.5, 4.7).
-
-    Draws :math:`\varphi^s_d \sim \operatorname{Exp}(\widetilde\psi_d)` (rate
-    :math:`\widetilde\psi_d`, mean :math:`1/\widetilde\psi_d`) and weights each sample
-    by the unnormalised :math:`Q(\varphi)` over the prior, normalised over the samples:
-
-    .. math:: \widetilde\varphi \approx \sum_s \varphi^s w(\varphi^s),\qquad
-              \log w(\varphi^s) = \sum_k\Bigl[\log N(\widetilde{\mathbf m}_k \mid 0, \mathbf C_{\varphi^s})
-              - \tfrac12\tr\bigl(\mathbf C_{\varphi^s}^{-1}\Sigma_k\bigr)\Bigr] + \text{const},
-
-    the sum running over the columns of ``M`` that share this kernel. The trace
-    term is the rest of :math:`E_{Q(\mathbf m_k)}[\log N(\mathbf m_k|0, \mathbf C_\varphi)]`;
-    eq 4.5 and Appendix A.3 as printed omit it (``include_trace=False``
-    reproduces the printed weights). The book shows that without it the
-    precisions all collapse towards zero on the toy problem of §6.1.
-
-    :math:`\Sigma_k = \mathbf C_{\widetilde\varphi}(\mathbf I + \mathbf C_{\widetilde\varphi})^{-1}`
-    belongs to the current kernel (``kernel``). With :math:`\mathbf C_{\widetilde\varphi} = \tilde L\tilde L^T` and
-    :math:`\mathbf I + \tilde L^T\tilde L = G G^T`, :math:`\Sigma = S S^T` with
-    :math:`S = \tilde L G^{-T}` (push-through identity), so the trace is
-    :math:`\|L_s^{-1} S\|_F^2` for the factor :math:`L_s` of :math:`\mathbf C_{\varphi^s}`:
-    no inverse is formed. A sample whose covariance does not factorise with the
-    kernel's own jitter gets weight zero and is counted in ``n_failed``.
-
-    Parameters
-    ----------
-    X : ndarray (n, d)
-    M : ndarray (n,) or (n, C)
-        Posterior means of the GP columns that share ``kernel``.
-    kernel : SEKernel
-        The current kernel :math:`\mathbf C_{\widetilde\varphi}`; supplies the variance,
-        jitter and whether there is one precision or one per input.
-    psi : array
-        Current rates :math:`\widetilde\psi_d` (length 1 or d).
-    rng : Generator or int
-    n_samples : int
-    include_trace : bool
-        Include :math:`-\tfrac12\tr(\mathbf C_{\varphi}^{-1}\Sigma_k)` in the weights (default) or not (as printed).
-
-    Returns
-    -------
-    ImportanceStep
-    """
-    rng = check_rng(rng)
-    X = check_matrix(X, "X")
-    M = np.asarray(M, dtype=float)
-    M = M[:, None] if M.ndim == 1 else M
-    psi = check_positive(psi, "psi")
-    n_phi = len(np.atleast_1d(psi))
-    n_cols = M.shape[1]
-    if include_trace:
-        # a square root S of Σ = C̃ (I + C̃)⁻¹ for the current kernel: S = L̃ G⁻ᵀ, G Gᵀ = I + L̃ᵀL̃
-        L_cur = cholesky(kernel.K(X), name="K(X) of the current kernel").L
-        G = cholesky(np.eye(X.shape[0]) + L_cur.T @ L_cur, name="I + L^T L").L
-        S = solve_lower(G, L_cur.T).T  # (G⁻¹ L̃ᵀ)ᵀ = L̃ G⁻ᵀ
-    # G&R (2006) §4.3: φ_d^s ~ Exp(ψ̃_d)  (numpy's scale is the mean 1/ψ̃_d)
-    samples = rng.exponential(scale=1.0 / np.atleast_1d(psi), size=(int(n_samples), n_phi))
-    samples = np.maximum(samples, np.finfo(float).tiny)
-    log_w = np.full(int(n_samples), -np.inf)
-    n_failed = 0
-    for s in range(int(n_samples)):
-        C = kernel_from_precisions(kernel, samples[s]).K(X)
-        try:
-            factor = cholesky(C, max_tries=0, name="C_phi")
-        except np.linalg.LinAlgError:
-            n_failed += 1
-            continue
-        v = solve_lower(factor.L, M)
-        # G&R (2006) eq 4.5: log Π_k N(m̃_k | 0, C_φs); the 2π terms cancel in the normalisation
-        log_w[s] = -0.5 * np.sum(v * v) - 0.5 * n_cols * factor.log_det
-        if include_trace:
-            # E_{Q(m_k)} adds −½ tr(C_φs⁻¹ Σ_k) for each of the n_cols classes sharing the kernel
-            W = solve_lower(factor.L, S)
-            log_w[s] -= 0.5 * n_cols * np.sum(W * W)
-    if n_failed == len(log_w):
-        raise np.linalg.LinAlgError("no sampled covariance could be factorised; increase the kernel's jitter")
-    w = np.exp(log_w - logsumexp(log_w))
-    # G&R (2006) eq 4.7: φ̃ ← Σ_s φ^s w(φ^s)
-    phi_mean = w @ samples
-    return ImportanceStep(phi_mean, float(1.0 / np.sum(w**2)), n_failed)
-
-
-def update_psi(phi, prior_shape=1e-3, prior_rate=1e-3):
-    r"""Posterior mean of the exponential rates, :math:`\widetilde\psi_d = (\sigma + 1)/(\tau + \widetilde\varphi_d)` (G&R eq 4.8)."""
-    phi = np.asarray(phi, dtype=float)
-    # G&R (2006) eq 4.8 (Q(ψ_d) = Γ(σ + 1, τ + φ̃_d), App. A.4)
-    return (prior_shape + 1.0) / (prior_rate + phi)
-
-
-@dataclass(frozen=True)
-class KernelLearning:
-    """History of VB with the kernel precisions learnt by importance sampling (G&R §4.4, eqs 4.6–4.8).
-
-    Attributes
-    ----------
-    kernels : tuple of SEKernel
-        The final kernel(s): one shared by every class, or one per class.
-    phi_history : ndarray (n_iter + 1, G, D)
-        Precisions of each kernel group G before every iteration and after the last.
-    lower_bound : ndarray (n_iter,)
-        The bound, conditioned on the kernel in use, at every iteration.
-    alpha_history : ndarray (n_iter, n, C)
-        Dual weights after each Q(M) update, paired with ``phi_history[i]``
-        (the kernel that produced them), so predictions can be traced through the run.
-    effective_sample_size : ndarray (n_iter, G)
-        Kish effective sample size of each importance-sampling step.
-    """
-
-    kernels: tuple
-    phi_history: np.ndarray
-    lower_bound: np.ndarray
-    alpha_history: np.ndarray
-    effective_sample_size: np.ndarray
-
-
-def vb_probit_learn_kernel(X, t, kernel, rng, n_iter=50, n_importance_samples=500, prior_shape=1e-3,
-                           prior_rate=1e-3, n_classes=None, binary=False, likelihood=None, include_trace=True,
-                           progress=False):
-    r"""Variational Bayes with the kernel precisions learnt by importance sampling (G&R §4.4, eqs 4.6–4.8).
-
-    Each iteration makes the sequential posterior-mean updates of §4.4:
-
-    1. Q(M): :math:`\widetilde{\mathbf m}_k \leftarrow \mathbf C_{\widetilde\varphi}(\mathbf I + \mathbf C_{\widetilde\varphi})^{-1}(\widetilde{\mathbf m}_k + \mathbf p_k)` (eq 4.6);
-    2. Q(Y): the truncated-Gaussian means at the new :math:`\widetilde{\mathbf M}` (eqs 4.3, 4.4;
-       footnote 6 for binary), giving the next :math:`\mathbf P`; the bound,
-       conditioned on the current kernel, is recorded;
-    3. :math:`\widetilde\varphi \leftarrow \sum_s \varphi^s w(\varphi^s)` (eq 4.7, :func:`importance_sample_precisions`,
-       by default with the trace term the printed eq 4.5 omits);
-    4. :math:`\widetilde\psi_d \leftarrow (\sigma+1)/(\tau + \widetilde\varphi_d)` (eq 4.8).
-
-    Q(M) uses the plug-in :math:`\mathbf C_{\widetilde\varphi}^{-1}` for
-    :math:`E[\mathbf C_\varphi^{-1}]` (G&R App. A.1), and the weights are random,
-    so the bound is not guaranteed to rise here (it is for a fixed kernel).
-    The initial precisions are those of ``kernel`` (the paper started from
-    :math:`\varphi_d = 1`, i.e. ``lengthscale = 1/√2``), and :math:`\widetilde{\mathbf M}` starts at zero.
-
-    Parameters
-    ----------
-    X : ndarray (n, d)
-    t : array (n,)
-        Class codes 0..K−1, or labels ±1 with ``binary=True``.
-    kernel : SEKernel or sequence of SEKernel
-        One kernel shared by all classes (one φ for all, weights multiplied over
-        classes) or one per class (G&R's general φ_k). A scalar lengthscale learns
-        one common precision, an array one per input (ARD).
-    rng : Generator or int
-    n_iter : int
-        Number of iterations (the paper ran 50).
-    n_importance_samples : int
-        Samples per importance step (the paper used 500).
-    prior_shape, prior_rate : float
-        :math:`\sigma, \tau` of the Gamma prior on ψ (the paper: 1e-3 for the toy, vague).
-    binary : bool
-        Use the one-GP binary model (labels ±1) instead of K GPs.
-    include_trace : bool
-        Weights with the trace term (default) or as printed in eq 4.5; see
-        :func:`importance_sample_precisions`.
-    progress : bool
-        Show a tqdm progress bar.
-
-    Returns
-    -------
-    KernelLearning
-        Run :func:`vb_probit_multiclass` (or :func:`vb_probit_binary`) with
-        ``KernelLearning.kernels`` fixed afterwards to converge Q(M)Q(Y) for them.
-    """
-    rng = check_rng(rng)
-    X = check_matrix(X, "X")
-    n = X.shape[0]
-    likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
-    if binary:
-        t = check_binary_labels(t, "t")
-        if t.shape[0] != n:
-            raise ValueError(f"t must have {n} labels to match X; got {t.shape[0]}")
-        n_cols = 1
-    else:
-        t, n_cols = check_class_codes(t, n, n_classes)
-    kernels = [kernel] if isinstance(kernel, SEKernel) else list(kernel)
-    if not all(isinstance(k, SEKernel) for k in kernels) or len(kernels) not in (1, n_cols):
-        raise ValueError(f"kernel must be an SEKernel or a sequence of {n_cols} SEKernels")
-    groups = [list(range(n_cols))] if len(kernels) == 1 else [[k] for k in range(n_cols)]
-    check_positive(prior_shape, "prior_shape")
-    check_positive(prior_rate, "prior_rate")
-    phi = [precisions_from_kernel(k) for k in kernels]
-    # G&R (2006) eq 4.8 at the initial precisions
-    psi = [update_psi(p, prior_shape, prior_rate) for p in phi]
-    mats = [k.K(X) for k in kernels]
-    factors = _factor_plus_identity(mats)
-    alpha = np.zeros((n, n_cols))
-    M = _latent_from_alpha(mats, alpha)
-    phi_history, bounds, alphas, ess = [np.array(phi)], [], [], []
-
-    def q_y(M):
-        """Q(Y): eqs 4.3–4.4 (K classes) or footnote 6 (binary); returns (Ỹ, log Z)."""
-        if binary:
-            m = M[:, 0]
-            return (m + t * normal_pdf_over_cdf(t * m))[:, None], log_ndtr(t * m)
-        P, log_Z = likelihood.cone_mean_shift(t, M)
-        return M + P, log_Z
-
-    Y, _ = q_y(np.zeros((n, n_cols)))  # Q(Y) at M̃ = 0
-    steps = range(int(n_iter))
-    if progress:
-        from tqdm.auto import tqdm
-        steps = tqdm(steps, desc="VB + importance sampling")
-    for _ in steps:
-        # Q(M): G&R (2006) eq 4.6 with the current kernel C_φ̃ (α_k = (I + C)⁻¹ ỹ_k, m̃_k = C α_k)
-        alpha = _solve_each(factors, Y)
-        M = _latent_from_alpha(mats, alpha)
-        alphas.append(alpha)
-        # Q(Y) at the new means, and the bound conditioned on the current kernel (App. C)
-        Y, log_Z = q_y(M)
-        bounds.append(vb_lower_bound(log_Z, alpha, M, factors))
-        # Q(φ) by importance sampling (eqs 4.5, 4.7), then Q(ψ) (eq 4.8)
-        step_ess = []
-        for g, cols in enumerate(groups):
-            step = importance_sample_precisions(X, M[:, cols], kernels[g], psi[g], rng, n_importance_samples,
-                                                include_trace)
-            phi[g] = step.phi_mean
-            psi[g] = update_psi(phi[g], prior_shape, prior_rate)
-            kernels[g] = kernel_from_precisions(kernels[g], phi[g])
-            step_ess.append(step.effective_sample_size)
-        ess.append(step_ess)
-        phi_history.append(np.array(phi))
-        mats = [k.K(X) for k in kernels]
-        factors = _factor_plus_identity(mats)
-    return KernelLearning(tuple(kernels), np.array(phi_history), np.array(bounds), np.array(alphas), np.array(ess))

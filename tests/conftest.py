@@ -1,4 +1,5 @@
 """Shared test helpers."""
+
 import numpy as np
 import pytest
 

@@ -1,10 +1,25 @@
 """Tests of the LaplaceGPC estimator (gpc_ref.classifiers)."""
+
 import numpy as np
 import pytest
+from scipy.stats import norm
 
-from gpc_ref.classifiers import LaplaceGPC
+from gpc_ref import LaplaceGPC
+from gpc_ref import NotFittedError
+from gpc_ref.hmc import LaplaceHMCResult
+from gpc_ref.hmc import laplace_hmc_predict
+from gpc_ref.hyperparameters import log_hyperprior
 from gpc_ref.kernels import SEKernel
-from gpc_ref.laplace import laplace_mode, laplace_predict_latent, laplace_predict_proba
+from gpc_ref.laplace import LaplaceMode
+from gpc_ref.laplace import MAPResult
+from gpc_ref.laplace import laplace_evidence
+from gpc_ref.laplace import laplace_mode
+from gpc_ref.laplace import laplace_predict_latent
+from gpc_ref.laplace import laplace_predict_proba
+from gpc_ref.laplace import map_hyperparameters
+from gpc_ref.laplace_multiclass import SoftmaxLaplaceFit
+from gpc_ref.laplace_multiclass import SoftmaxLaplaceMode
+from gpc_ref.likelihoods import ProbitLikelihood
 
 
 def make_data(rng, n=40, labels=("no", "yes")):
@@ -17,6 +32,10 @@ def test_parameters_round_trip():
     model = LaplaceGPC(optimize=False, n_restarts=1)
     params = model.get_params()
     assert params["optimize"] is False and params["n_restarts"] == 1 and params["kernel"] is None
+    assert params["method"] == "map" and params["likelihood"] == "logistic" and params["prior"] == "wb"
+    assert params["rng"] == 0 and params["progress"] is False
+    with pytest.raises(TypeError):
+        LaplaceGPC(None, False, 0, False, "hmc")  # method-specific options are keyword-only
     assert model.set_params(prediction="mackay") is model and model.prediction == "mackay"
     with pytest.raises(ValueError, match="no parameter"):
         model.set_params(bogus=1)
@@ -31,8 +50,10 @@ def test_scikit_learn_clone_and_manual_cross_validation(rng):
     clone = base.clone(model)
     assert clone.get_params()["kernel"] is not model.kernel and not hasattr(clone, "classes_")
     np.testing.assert_array_equal(clone.get_params()["kernel"].theta, model.kernel.theta)
-    scores = [base.clone(model).fit(X[train], y[train]).score(X[test], y[test])
-              for train, test in model_selection.StratifiedKFold(3).split(X, y)]
+    scores = [
+        base.clone(model).fit(X[train], y[train]).score(X[test], y[test])
+        for train, test in model_selection.StratifiedKFold(3).split(X, y)
+    ]
     assert np.all((np.array(scores) >= 0) & (np.array(scores) <= 1))
 
 
@@ -49,19 +70,67 @@ def test_string_labels_and_class_order(rng):
     np.testing.assert_allclose(proba[:, 1], laplace_predict_proba(mean, var), rtol=1e-12)
     assert set(model.predict(X)) <= {"aardvark", "zebra"}
     assert model.score(X, y) > 0.8
-    np.testing.assert_allclose(model.log_evidence_, mode.log_evidence)
+    np.testing.assert_allclose(model.log_marginal_likelihood_, mode.log_evidence)
+    assert isinstance(model.posterior_, LaplaceMode)
+    np.testing.assert_allclose(model.posterior_.f, mode.f)
 
 
 def test_fixed_kernel_is_kept_and_optimised_kernel_improves_the_posterior(rng):
     X, y = make_data(rng)
     kernel = SEKernel(variance=1.0, lengthscale=np.e)
     fixed = LaplaceGPC(kernel=kernel, optimize=False).fit(X, y)
-    assert fixed.kernel_ is kernel and fixed.map_ is None
+    assert fixed.kernel_ is kernel and fixed.hyperparameter_fit_ is None and fixed.hmc_ is None
     fitted = LaplaceGPC(kernel=kernel, n_restarts=1, rng=1).fit(X, y)
-    assert fitted.map_.log_posterior >= fitted.map_.log_posteriors.min()
+    assert isinstance(fitted.hyperparameter_fit_, MAPResult)
+    assert fitted.hyperparameter_fit_.log_posterior >= fitted.hyperparameter_fit_.optimization.values.min()
     again = LaplaceGPC(kernel=kernel, n_restarts=1, rng=1).fit(X, y)
     np.testing.assert_array_equal(fitted.kernel_.theta, again.kernel_.theta)
     assert fitted.kernel is kernel  # the constructor argument is never modified
+    # the estimator's fit is map_hyperparameters with the same options and random stream
+    y_pm1 = np.where(y == fitted.classes_[1], 1.0, -1.0)
+    direct = map_hyperparameters(kernel, X, y_pm1, n_restarts=1, rng=1)
+    np.testing.assert_allclose(fitted.kernel_.theta, direct.theta)
+    np.testing.assert_allclose(fitted.log_marginal_likelihood_, direct.log_evidence, rtol=1e-10)
+    assert fitted.hyperparameter_fit_.log_posterior > fixed.log_marginal_likelihood_ + log_hyperprior(kernel)[0]
+
+
+def test_prior_none_is_ml_ii(rng):
+    X, y = make_data(rng)
+    kernel = SEKernel(variance=1.0, lengthscale=np.e)
+    model = LaplaceGPC(kernel=kernel, prior=None, n_restarts=1, rng=2).fit(X, y)
+    y_pm1 = np.where(y == model.classes_[1], 1.0, -1.0)
+    direct = map_hyperparameters(kernel, X, y_pm1, prior=None, n_restarts=1, rng=2)
+    np.testing.assert_allclose(model.kernel_.theta, direct.theta)
+    assert model.hyperparameter_fit_.log_prior == 0.0
+    # at the ML-II point the evidence is stationary, and at least as high as at the MAP point
+    np.testing.assert_allclose(laplace_evidence(model.kernel_, X, y_pm1).gradient, 0.0, atol=1e-3)
+    with_prior = LaplaceGPC(kernel=kernel, n_restarts=1, rng=2).fit(X, y)
+    assert model.log_marginal_likelihood_ >= with_prior.log_marginal_likelihood_ - 1e-8
+
+
+def test_probit_likelihood(rng):
+    X, y = make_data(rng)
+    kernel = SEKernel(variance=4.0)
+    model = LaplaceGPC(kernel=kernel, optimize=False, likelihood="probit").fit(X, y)
+    y_pm1 = np.where(y == model.classes_[1], 1.0, -1.0)
+    mode = laplace_mode(kernel.K(X), y_pm1, likelihood=ProbitLikelihood())
+    np.testing.assert_allclose(model.posterior_.f, mode.f, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(model.log_marginal_likelihood_, mode.log_evidence)
+    mean, var = model.predict_latent(X[:7])
+    np.testing.assert_allclose((mean, var), laplace_predict_latent(mode, kernel, X, X[:7]))
+    # the probit integral is exact: P(y = +1) = Φ(μ/√(1 + s²)), whatever `prediction` says
+    proba = model.predict_proba(X[:7])
+    np.testing.assert_allclose(proba[:, 1], norm.cdf(mean / np.sqrt(1.0 + var)), rtol=1e-12)
+    mackay = LaplaceGPC(kernel=kernel, optimize=False, likelihood="probit", prediction="mackay").fit(X, y)
+    np.testing.assert_allclose(mackay.predict_proba(X[:7]), proba, rtol=1e-12)
+    # a different model from the logistic one
+    logistic = LaplaceGPC(kernel=kernel, optimize=False).fit(X, y)
+    assert not np.allclose(logistic.predict_proba(X[:7]), proba, atol=1e-3)
+    # learnt hyperparameters use the probit evidence
+    fitted = LaplaceGPC(kernel=kernel, likelihood="probit", n_restarts=0).fit(X, y)
+    direct = map_hyperparameters(kernel, X, y_pm1, likelihood=ProbitLikelihood(), n_restarts=0, rng=0)
+    np.testing.assert_allclose(fitted.kernel_.theta, direct.theta)
+    assert model.score(X, y) > 0.8
 
 
 @pytest.mark.parametrize("prediction", ["erf_mixture", "mackay", "quadrature"])
@@ -77,6 +146,7 @@ def test_predict_latent(rng):
     model = LaplaceGPC(kernel=SEKernel(variance=4.0), optimize=False).fit(X, y)
     mean, var = model.predict_latent(X[:5])
     assert mean.shape == var.shape == (5,) and np.all(var >= 0)
+    np.testing.assert_allclose((mean, var), laplace_predict_latent(model.posterior_, model.kernel_, X, X[:5]))
 
 
 def test_multiclass_is_one_coupled_softmax_model(rng):
@@ -88,28 +158,51 @@ def test_multiclass_is_one_coupled_softmax_model(rng):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-8)
     np.testing.assert_array_equal(model.classes_, ["a", "b", "c"])
     assert model.score(X, y) > 0.8
-    assert np.isfinite(model.log_evidence_)
+    assert np.isfinite(model.log_marginal_likelihood_)
+    assert isinstance(model.posterior_, SoftmaxLaplaceMode) and model.hyperparameter_fit_ is None
+    mean, cov = model.predict_latent(X[:4])
+    assert mean.shape == (4, 3) and cov.shape == (4, 3, 3)
     with pytest.raises(ValueError, match="two classes"):
-        LaplaceGPC(optimize=False, hmc=True).fit(X, y)
+        LaplaceGPC(optimize=True, method="hmc").fit(X, y)
+    with pytest.raises(ValueError, match="softmax"):
+        LaplaceGPC(optimize=False, likelihood="probit").fit(X, y)
+    with pytest.raises(ValueError, match="needs optimize=True"):
+        LaplaceGPC(optimize=False, method="hmc").fit(X, y)
+    fitted = LaplaceGPC(kernel=SEKernel(variance=4.0), n_restarts=0).fit(X, y)
+    assert isinstance(fitted.hyperparameter_fit_, SoftmaxLaplaceFit) and fitted.hyperparameter_fit_.converged
+    assert fitted.hyperparameter_fit_.objective >= (
+        model.log_marginal_likelihood_ + log_hyperprior(SEKernel(variance=4.0))[0]
+    )
 
 
 def test_hmc_averages_predictions(rng):
     X, y = make_data(rng, n=25)
-    model = LaplaceGPC(kernel=SEKernel(variance=2.0, lengthscale=np.e), optimize=False, hmc=True,
-                       hmc_options=dict(n_iter=6, n_leapfrog=3), rng=2).fit(X, y)
+    options = dict(method="hmc", n_restarts=0, hmc_options=dict(n_iter=6, n_leapfrog=3), rng=2)
+    model = LaplaceGPC(kernel=SEKernel(variance=2.0, lengthscale=np.e), **options).fit(X, y)
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    assert model.hmc_ is not None and len(model.hmc_.thetas) > 0
-    same = LaplaceGPC(kernel=SEKernel(variance=2.0, lengthscale=np.e), optimize=False, hmc=True,
-                      hmc_options=dict(n_iter=6, n_leapfrog=3), rng=2).fit(X, y)
+    assert isinstance(model.hmc_, LaplaceHMCResult) and len(model.hmc_.thetas) > 0
+    # the chain starts from the MAP point, which is kernel_
+    assert model.hmc_.kernel is model.kernel_
+    np.testing.assert_array_equal(model.kernel_.theta, model.hyperparameter_fit_.theta)
+    same = LaplaceGPC(kernel=SEKernel(variance=2.0, lengthscale=np.e), **options).fit(X, y)
     np.testing.assert_array_equal(proba, same.predict_proba(X))
+    # W&B eq 9: the estimator's probabilities and latent moments are laplace_hmc_predict's
+    y_pm1 = np.where(y == model.classes_[1], 1.0, -1.0)
+    prediction = laplace_hmc_predict(model.hmc_, X, y_pm1, X)
+    np.testing.assert_allclose(proba[:, 1], prediction.proba, rtol=1e-12)
+    mean, var = model.predict_latent(X)
+    np.testing.assert_allclose(mean, prediction.mean, rtol=1e-12)
+    np.testing.assert_allclose(var, prediction.var, rtol=1e-12)
 
 
 def test_bad_input_raises(rng):
     X, y = make_data(rng)
     model = LaplaceGPC(optimize=False)
-    with pytest.raises(ValueError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         model.predict_proba(X)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        model.predict_latent(X)
     with pytest.raises(ValueError):
         model.fit(X, np.full(len(y), "yes"))  # one class only
     with pytest.raises(ValueError):
@@ -122,6 +215,12 @@ def test_bad_input_raises(rng):
         LaplaceGPC(kernel="rbf").fit(X, y)
     with pytest.raises(ValueError, match="rng"):
         LaplaceGPC(rng=None).fit(X, y)
+    with pytest.raises(ValueError, match="likelihood"):
+        LaplaceGPC(likelihood="logit").fit(X, y)
+    with pytest.raises(ValueError, match="method"):
+        LaplaceGPC(method="ep").fit(X, y)
+    with pytest.raises(ValueError, match="prior"):
+        LaplaceGPC(prior="flat").fit(X, y)
     fitted = model.fit(X, y)
     with pytest.raises(ValueError, match="feature"):
         fitted.predict_proba(np.zeros((2, 3)))

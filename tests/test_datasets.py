@@ -34,6 +34,8 @@ def test_pima_is_ripleys_split():
     "loader, shape, n_classes",
     [
         (datasets.load_glass, (214, 9), 6),
+        (datasets.load_biopsy, (683, 9), 2),
+        (datasets.load_penguins, (342, 4), 3),
         (datasets.load_iris, (150, 4), 3),
         (datasets.load_wine, (178, 13), 3),
         (datasets.load_digits, (1797, 64), 10),
@@ -75,6 +77,12 @@ def test_standardizer_uses_training_statistics():
     np.testing.assert_allclose(scaler.transform([[5.0, 6.0]]), [[3.0, 1.0]])
     with pytest.raises(ValueError, match="fitted"):
         datasets.Standardizer().transform(X_train)
+    # inputs are 2-D: a 1-D array is refused rather than read as one feature or one point
+    with pytest.raises(ValueError, match="2-D"):
+        datasets.Standardizer().fit(np.array([1.0, 3.0]))
+    with pytest.raises(ValueError, match="2-D"):
+        scaler.transform(np.array([5.0, 6.0]))
+    np.testing.assert_allclose(datasets.Standardizer().fit_transform(np.array([1.0, 3.0])[:, None]), [[-1.0], [1.0]])
 
 
 def test_gm_toy_follows_the_description():

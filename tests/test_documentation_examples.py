@@ -1,4 +1,5 @@
 """The code examples in README.md and the introduction run as printed."""
+
 import pathlib
 import re
 

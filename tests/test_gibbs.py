@@ -1,15 +1,23 @@
 """Tests of gpc_ref.gibbs: truncated-normal draws, the cone sampler, agreement with exact posteriors, predictions."""
+
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 from scipy.stats import truncnorm
 
+from gpc_ref.exact import effective_sample_size
 from gpc_ref.exact import quadrature_posterior
-from gpc_ref.gibbs import (_cone_sweep, effective_sample_size, gibbs_predict_latent, gibbs_predict_proba,
-                           gibbs_probit_binary, gibbs_probit_multiclass, prior_sampling_log_evidence,
-                           sample_cone_truncated_normal, sample_truncated_normal)
+from gpc_ref.gibbs import _cone_sweep
+from gpc_ref.gibbs import gibbs_predict_latent
+from gpc_ref.gibbs import gibbs_predict_proba
+from gpc_ref.gibbs import gibbs_probit_binary
+from gpc_ref.gibbs import gibbs_probit_multiclass
+from gpc_ref.gibbs import prior_sampling_log_evidence
+from gpc_ref.gibbs import sample_cone_truncated_normal
+from gpc_ref.gibbs import sample_truncated_normal
 from gpc_ref.kernels import SEKernel
-from gpc_ref.likelihoods import MultinomialProbitLikelihood, ProbitLikelihood
+from gpc_ref.likelihoods import MultinomialProbitLikelihood
+from gpc_ref.likelihoods import ProbitLikelihood
 
 
 def _within(sample_mean, reference, sd, ess, n_se=4.5):
@@ -18,17 +26,19 @@ def _within(sample_mean, reference, sd, ess, n_se=4.5):
 
 
 # ----------------------------------------------------------------------------- truncated normals
-@pytest.mark.parametrize("mean, bound, side", [(0.0, 0.0, "lower"), (0.5, -1.0, "upper"), (-8.0, 0.0, "lower"),
-                                                (30.0, 0.0, "upper"), (0.0, 3.0, "lower")])
+@pytest.mark.parametrize(
+    "mean, bound, side",
+    [(0.0, 0.0, "lower"), (0.5, -1.0, "upper"), (-8.0, 0.0, "lower"), (30.0, 0.0, "upper"), (0.0, 3.0, "lower")],
+)
 def test_truncated_normal_draws_match_scipy_moments(mean, bound, side):
     rng = np.random.default_rng(0)
     mu = np.full(100_000, mean)
     if side == "lower":
-        x = sample_truncated_normal(mu, rng, lower=bound)
+        x = sample_truncated_normal(mu, rng=rng, lower=bound)
         ref = truncnorm(bound - mean, np.inf, loc=mean)
         assert np.all(x > bound)
     else:
-        x = sample_truncated_normal(mu, rng, upper=bound)
+        x = sample_truncated_normal(mu, rng=rng, upper=bound)
         ref = truncnorm(-np.inf, bound - mean, loc=mean)
         assert np.all(x < bound)
     assert np.all(np.isfinite(x))
@@ -43,7 +53,7 @@ def test_cone_draws_are_exact_and_the_sweep_agrees():
     P, _ = lik.cone_mean_shift(t, M)
     S = 30_000
     rng = np.random.default_rng(1)
-    Y, swept = sample_cone_truncated_normal(np.repeat(t, S), np.repeat(M, S, axis=0), rng)
+    Y, swept = sample_cone_truncated_normal(np.repeat(t, S), np.repeat(M, S, axis=0), rng=rng)
     Y = Y.reshape(4, S, 3)
     assert swept == 0
     assert np.all(np.argmax(Y, axis=2) == t[:, None])
@@ -59,7 +69,7 @@ def test_cone_draws_are_exact_and_the_sweep_agrees():
     ess = effective_sample_size(chain.reshape(len(chain), -1)).reshape(4, 3)
     _within(chain.mean(axis=0), M + P, chain.std(axis=0), ess)
     # forcing the fallback keeps every draw inside its cone
-    Y2, swept = sample_cone_truncated_normal(t, M, rng, Y_current=np.eye(3)[t], max_rounds=0)
+    Y2, swept = sample_cone_truncated_normal(t, M, rng=rng, Y_current=np.eye(3)[t], max_rounds=0)
     assert swept == 4 and np.all(np.argmax(Y2, axis=1) == t)
 
 
@@ -68,7 +78,7 @@ def test_binary_gibbs_recovers_exact_posterior_moments():
     X = np.array([[0.0], [0.7], [2.0]])
     t = np.array([1, 1, -1])
     C = SEKernel(variance=2.0, lengthscale=1.0).K(X)
-    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), 60)
+    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), n_nodes=60)
     samples = gibbs_probit_binary(C, t, rng=0, n_samples=8000, burn_in=200)
     m = samples.m[:, :, 0]
     ess = effective_sample_size(m)
@@ -113,7 +123,7 @@ def test_two_class_multiclass_gibbs_matches_binary_posterior():
     X = np.array([[0.0], [0.7], [2.0]])
     t = np.array([1, 1, -1])
     C = SEKernel(variance=2.0, lengthscale=1.0).K(X)
-    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), 60)
+    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), n_nodes=60)
     samples = gibbs_probit_multiclass(C, (t > 0).astype(int), rng=1, n_samples=1000, burn_in=100, thin=3)
     f = (samples.m[:, :, 1] - samples.m[:, :, 0]) / np.sqrt(2.0)
     _within(f.mean(axis=0), exact.mean, f.std(axis=0), effective_sample_size(f))
@@ -123,10 +133,10 @@ def test_prior_sampling_evidence_matches_quadrature_for_three_points():
     X = np.array([[0.0], [0.7], [2.0]])
     t = np.array([1, 1, -1])
     C = SEKernel(variance=2.0, lengthscale=1.0).K(X)
-    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), 60)
-    estimate = prior_sampling_log_evidence(C, t, 0, n_samples=20_000, binary=True)
+    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), n_nodes=60)
+    estimate = prior_sampling_log_evidence(C, t, rng=0, n_samples=20_000, binary=True)
     assert abs(estimate.log_evidence - exact.log_evidence) < 4 * estimate.std_error
-    multi = prior_sampling_log_evidence(C, np.array([0, 1, 2]), 0, n_samples=200)
+    multi = prior_sampling_log_evidence(C, np.array([0, 1, 2]), rng=0, n_samples=200)
     assert np.isfinite(multi.log_evidence) and multi.n_samples == 200
 
 
@@ -153,11 +163,13 @@ def test_predictions_sum_to_one_and_binary_formula():
     binary = gibbs_probit_binary(kernel.K(X), yb, rng=0, n_samples=40, burn_in=10)
     mean, var = gibbs_predict_latent(binary, kernel.K(X, X_new), kernel.diag(X_new))
     from scipy.special import ndtr
+
     expected = np.mean(ndtr(mean[:, :, 0] / np.sqrt(1 + var[:, 0])), axis=0)
     np.testing.assert_allclose(gibbs_predict_proba(binary, kernel.K(X, X_new), kernel.diag(X_new))[:, 1], expected)
     # the retained dual weights reproduce the conditional mean Σ y through C α
-    np.testing.assert_allclose(kernel.K(X) @ binary.alpha[0, :, 0],
-                               kernel.K(X) @ np.linalg.solve(np.eye(20) + kernel.K(X), binary.y[0, :, 0]))
+    np.testing.assert_allclose(
+        kernel.K(X) @ binary.alpha[0, :, 0], kernel.K(X) @ np.linalg.solve(np.eye(20) + kernel.K(X), binary.y[0, :, 0])
+    )
 
 
 def test_runs_are_reproducible():
@@ -185,6 +197,12 @@ def test_effective_sample_size_of_known_chains():
     assert effective_sample_size(ar) == pytest.approx(len(ar) * (1 - rho) / (1 + rho), rel=0.15)
     both = effective_sample_size(np.column_stack([iid[:1000], ar[:1000]]))
     assert both.shape == (2,) and both[0] > both[1]
+    # gpc_ref.exact's estimator (the one shared with HMC): a chain that never moved is worth one draw
+    assert effective_sample_size(np.full(100, 2.5)) == 1.0
+    np.testing.assert_array_equal(effective_sample_size(np.column_stack([np.zeros(50), iid[:50]]))[0], 1.0)
+    # anticorrelated chains are capped at n log10 n
+    alternating = np.tile([1.0, -1.0], 500)
+    assert effective_sample_size(alternating) == pytest.approx(1000 * np.log10(1000))
 
 
 def test_hard_inputs_stay_finite():
@@ -193,10 +211,13 @@ def test_hard_inputs_stay_finite():
     X = rng.normal(size=(12, 2))
     X = np.vstack([X, X[:3]])
     t = np.digitize(X[:, 0], [-0.3, 0.3])
-    for kernel in (SEKernel(variance=1e6, jitter=1e-6), SEKernel(lengthscale=1e-3), SEKernel(lengthscale=1e3,
-                                                                                             jitter=1e-6)):
-        chain = gibbs_probit_multiclass(kernel.K(X), t, 0, n_samples=20, burn_in=20)
-        binary = gibbs_probit_binary(kernel.K(X), np.where(t == 2, 1, -1), 0, n_samples=20, burn_in=20)
+    for kernel in (
+        SEKernel(variance=1e6, jitter=1e-6),
+        SEKernel(lengthscale=1e-3),
+        SEKernel(lengthscale=1e3, jitter=1e-6),
+    ):
+        chain = gibbs_probit_multiclass(kernel.K(X), t, rng=0, n_samples=20, burn_in=20)
+        binary = gibbs_probit_binary(kernel.K(X), np.where(t == 2, 1, -1), rng=0, n_samples=20, burn_in=20)
         p = gibbs_predict_proba(chain, kernel.K(X, X[:4]), kernel.diag(X[:4]))
         assert np.all(np.isfinite(chain.m)) and np.all(np.isfinite(binary.m)) and np.all(np.isfinite(p))
         assert np.all(np.argmax(chain.y, axis=2) == t[None, :])
@@ -207,16 +228,29 @@ def test_bad_inputs_give_clear_errors():
     C = SEKernel().K(X)
     t = np.array([0, 1, 2] * 3)
     with pytest.raises(ValueError, match="outside 0..2"):
-        gibbs_probit_multiclass(C, np.where(t == 0, 5, t), 0, n_classes=3)
+        gibbs_probit_multiclass(C, np.where(t == 0, 5, t), rng=0, n_classes=3)
     with pytest.raises(ValueError, match="no examples"):
-        gibbs_probit_multiclass(C, np.where(t == 2, 0, t), 0, n_classes=3)
+        gibbs_probit_multiclass(C, np.where(t == 2, 0, t), rng=0, n_classes=3)
+    with pytest.raises(ValueError, match="n_samples"):
+        gibbs_probit_binary(C, np.where(t == 0, 1, -1), rng=0, n_samples=0)
     with pytest.raises(ValueError, match="burn_in"):
-        gibbs_probit_binary(C, np.where(t == 0, 1, -1), 0, n_samples=0)
+        gibbs_probit_binary(C, np.where(t == 0, 1, -1), rng=0, burn_in=-1)
+    with pytest.raises(ValueError, match="thin"):
+        gibbs_probit_multiclass(C, t, rng=0, thin=0)
     with pytest.raises(ValueError, match=r"\{-1, \+1\}"):
-        gibbs_probit_binary(C, t, 0)
+        gibbs_probit_binary(C, t, rng=0)
     with pytest.raises(ValueError, match="Generator or an integer seed"):
-        gibbs_probit_multiclass(C, t, None)
+        gibbs_probit_multiclass(C, t, rng=None)
     with pytest.raises(ValueError, match="exactly one"):
-        sample_truncated_normal(np.zeros(2), 0)
-    with pytest.raises(ValueError, match="at least 4"):
-        effective_sample_size([1.0, 2.0])
+        sample_truncated_normal(np.zeros(2), rng=0)
+    with pytest.raises(ValueError, match="n >= 2"):
+        effective_sample_size([1.0])
+    # the evidence estimate checks its covariance stack against the classes, and its number of draws
+    with pytest.raises(ValueError, match=r"one matrix or one per class \(3\); got 2"):
+        prior_sampling_log_evidence(np.stack([C, C]), t, rng=0)
+    with pytest.raises(ValueError, match=r"one matrix or one per class \(1\); got 3"):
+        prior_sampling_log_evidence(np.stack([C, C, C]), np.where(t == 0, 1, -1), rng=0, binary=True)
+    with pytest.raises(ValueError, match="n_samples"):
+        prior_sampling_log_evidence(C, t, rng=0, n_samples=0)
+    with pytest.raises(TypeError):
+        gibbs_probit_binary(C, np.where(t == 0, 1, -1), 0)  # rng is keyword-only

@@ -7,30 +7,32 @@ GP hyperparameters with the Laplace evidence (Williams & Barber 1997).
 - a mass matrix is the same chain as unit mass in rescaled coordinates (Neal 2011 §5.4.1);
 - NaN/inf energies and numerical failures are rejections, never NaN states;
 - same seed → same chain; bad arguments → ValueError;
-- the ESS and autocorrelation estimators on chains with known answers (iid, AR(1));
-- laplace_hmc on a tiny problem: finite, reproducible, prior mapped to W&B's coordinates.
+- the ESS and autocorrelation estimators (gpc_ref.exact) on chains with known answers (iid, AR(1));
+- laplace_hmc on a tiny problem: finite, reproducible, prior mapped to W&B's coordinates;
+- laplace_hmc_predict: the mixture over the samples of the fixed-θ Laplace predictions.
 """
+
 import warnings
 
 import numpy as np
 import pytest
-
-from gpc_ref.hmc import (
-    HMCResult,
-    LaplaceHMCResult,
-    autocorrelation,
-    effective_sample_size,
-    gaussian_log_prior,
-    hmc_sample,
-    laplace_hmc,
-    laplace_hmc_predict_proba,
-    leapfrog,
-    wb_log_posterior,
-    wb_theta_scale,
-)
-from gpc_ref.kernels import SEKernel
-
 from conftest import finite_difference_gradient
+
+from gpc_ref import ConvergenceWarning
+from gpc_ref.exact import autocorrelation
+from gpc_ref.exact import effective_sample_size
+from gpc_ref.hmc import HMCPrediction
+from gpc_ref.hmc import HMCResult
+from gpc_ref.hmc import LaplaceHMCResult
+from gpc_ref.hmc import hmc_sample
+from gpc_ref.hmc import laplace_hmc
+from gpc_ref.hmc import laplace_hmc_predict
+from gpc_ref.hmc import leapfrog
+from gpc_ref.hmc import wb_log_posterior
+from gpc_ref.hyperparameters import gaussian_log_prior
+from gpc_ref.hyperparameters import wb_scale
+from gpc_ref.kernels import SEKernel
+from gpc_ref.likelihoods import ProbitLikelihood
 
 N_SIGMA = 4.0  # Monte Carlo agreement is asserted within this many standard errors
 
@@ -56,8 +58,9 @@ def hamiltonian(target, x, p, mass=1.0):
 
 # ----------------------------------------------------------------------------- invariance
 def test_hmc_reproduces_gaussian_moments():
-    run = hmc_sample(gaussian_target, np.array([4.0, 3.0]), rng=7, step_size=0.25, n_leapfrog=8,
-                     n_iter=4000, burn_in=200)
+    run = hmc_sample(
+        gaussian_target, np.array([4.0, 3.0]), rng=7, step_size=0.25, n_leapfrog=8, n_iter=4000, burn_in=200
+    )
     assert isinstance(run, HMCResult)
     assert run.samples.shape == (3800, 2) and run.all_samples.shape == (4000, 2)
     assert 0.8 < run.acceptance_rate <= 1.0
@@ -106,7 +109,7 @@ def test_leapfrog_energy_error_is_second_order():
     errors = []
     for step_size in (0.02, 0.01, 0.005):
         # same trajectory length εL = 1
-        end = leapfrog(quartic_target, x0, p0, step_size, int(round(1 / step_size)))
+        end = leapfrog(quartic_target, x0, p0, step_size=step_size, n_leapfrog=int(round(1 / step_size)))
         errors.append(abs(hamiltonian(quartic_target, end.x, end.p) - hamiltonian(quartic_target, x0, p0)))
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     assert errors[0] < 1e-2
@@ -115,9 +118,9 @@ def test_leapfrog_energy_error_is_second_order():
 
 def test_leapfrog_steps_compose():
     x0, p0 = np.array([0.3, -0.2]), np.array([1.0, 0.5])
-    whole = leapfrog(quartic_target, x0, p0, 0.1, 6)
-    first = leapfrog(quartic_target, x0, p0, 0.1, 2)
-    rest = leapfrog(quartic_target, first.x, first.p, 0.1, 4, grad=first.grad)
+    whole = leapfrog(quartic_target, x0, p0, step_size=0.1, n_leapfrog=6)
+    first = leapfrog(quartic_target, x0, p0, step_size=0.1, n_leapfrog=2)
+    rest = leapfrog(quartic_target, first.x, first.p, step_size=0.1, n_leapfrog=4, grad=first.grad)
     np.testing.assert_allclose(rest.x, whole.x, rtol=1e-12)
     np.testing.assert_allclose(rest.p, whole.p, rtol=1e-12)
     assert whole.n_evaluations == 7 and rest.n_evaluations == 4
@@ -132,8 +135,7 @@ def test_mass_is_rescaled_coordinates():
         log_prob, grad = quartic_target(z / root)
         return log_prob, grad / root
 
-    run_x = hmc_sample(quartic_target, np.array([0.5, 0.5]), rng=11, step_size=0.1, n_leapfrog=10,
-                       n_iter=40, mass=mass)
+    run_x = hmc_sample(quartic_target, np.array([0.5, 0.5]), rng=11, step_size=0.1, n_leapfrog=10, n_iter=40, mass=mass)
     run_z = hmc_sample(target_z, root * np.array([0.5, 0.5]), rng=11, step_size=0.1, n_leapfrog=10, n_iter=40)
     np.testing.assert_allclose(run_z.all_samples, run_x.all_samples * root, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(run_z.accepted, run_x.accepted)
@@ -168,7 +170,7 @@ def test_numerical_failure_and_infinite_gradient_are_rejected():
 
 
 def test_huge_step_size_warns_and_stays_finite():
-    with pytest.warns(UserWarning, match="accepted none"):
+    with pytest.warns(ConvergenceWarning, match="accepted none"):
         run = hmc_sample(quartic_target, np.array([0.1, 0.1]), rng=2, step_size=50.0, n_leapfrog=5, n_iter=20)
     np.testing.assert_array_equal(run.all_samples, np.tile([0.1, 0.1], (20, 1)))
     assert run.acceptance_rate == 0.0
@@ -211,6 +213,13 @@ def test_bad_arguments_raise(changes, match):
     kwargs.update(changes)
     with pytest.raises(ValueError, match=match):
         hmc_sample(**kwargs)
+
+
+def test_options_are_keyword_only():
+    with pytest.raises(TypeError):
+        hmc_sample(gaussian_target, np.zeros(2), 0)
+    with pytest.raises(TypeError):
+        leapfrog(gaussian_target, np.zeros(2), np.ones(2), 0.1, 3)
 
 
 def test_gradient_of_wrong_shape_raises():
@@ -263,9 +272,9 @@ def test_effective_sample_size_known_cases():
 
 @pytest.mark.parametrize("bad", [np.ones(1), np.ones((3, 2, 2)), np.array([1.0, np.nan, 2.0])])
 def test_diagnostics_bad_input(bad):
-    with pytest.raises(ValueError, match="x"):
+    with pytest.raises(ValueError, match="chain"):
         effective_sample_size(bad)
-    with pytest.raises(ValueError, match="x"):
+    with pytest.raises(ValueError, match="chain"):
         autocorrelation(bad)
 
 
@@ -278,18 +287,17 @@ def test_autocorrelation_bad_lag():
 def test_wb_scale_and_prior():
     kernel = SEKernel(variance=2.0, lengthscale=[1.0, 3.0], bias=0.5)
     assert kernel.theta_names == ["log_variance", "log_lengthscale[0]", "log_lengthscale[1]", "log_bias"]
-    np.testing.assert_array_equal(wb_theta_scale(kernel), [1.0, -2.0, -2.0, 1.0])
+    np.testing.assert_array_equal(wb_scale(kernel), [1.0, -2.0, -2.0, 1.0])
     # W&B (1997) eq 8: w_l = 1/ℓ_l², so log w_l = −2 log ℓ_l
-    phi = wb_theta_scale(kernel) * kernel.theta
+    phi = wb_scale(kernel) * kernel.theta
     np.testing.assert_allclose(np.exp(phi[1:3]), 1.0 / np.array([1.0, 3.0]) ** 2)
     log_prior, grad = gaussian_log_prior(phi)
     from scipy.stats import norm
 
     assert log_prior == pytest.approx(norm(-3.0, 3.0).logpdf(phi).sum())
-    np.testing.assert_allclose(grad, finite_difference_gradient(lambda v: gaussian_log_prior(v)[0], phi),
-                               rtol=1e-6)
+    np.testing.assert_allclose(grad, finite_difference_gradient(lambda v: gaussian_log_prior(v)[0], phi), rtol=1e-6)
     with pytest.raises(ValueError, match="kernel"):
-        wb_theta_scale("SE")
+        wb_scale("SE")
 
 
 # ----------------------------------------------------------------------------- HMC over GP hyperparameters
@@ -310,7 +318,7 @@ def test_wb_log_posterior_gradient_matches_finite_differences():
     # the parts add up, and the evidence is the Laplace evidence at θ = φ / A
     from gpc_ref.laplace import laplace_evidence
 
-    theta = phi / wb_theta_scale(kernel)
+    theta = phi / wb_scale(kernel)
     assert point.log_evidence == pytest.approx(laplace_evidence(kernel.with_theta(theta), X, y).log_evidence)
     assert point.value == pytest.approx(point.log_evidence + gaussian_log_prior(phi)[0])
 
@@ -324,7 +332,7 @@ def test_laplace_hmc_tiny_problem_finite_and_reproducible():
     assert run.thetas.shape == (8, 3) and run.all_thetas.shape == (12, 3)
     assert np.all(np.isfinite(run.all_thetas)) and np.all(np.isfinite(run.log_posterior))
     np.testing.assert_array_equal(run.all_thetas, again.all_thetas)
-    np.testing.assert_allclose(run.phis, run.thetas * wb_theta_scale(kernel))
+    np.testing.assert_allclose(run.phis, run.thetas * wb_scale(kernel))
     assert 0.0 <= run.acceptance_rate <= 1.0 and run.n_unconverged == 0 and run.n_newton > 0
     # the stored evidence is the Laplace evidence of the stored state
     last = wb_log_posterior(kernel, X, y, run.phis[-1])
@@ -334,19 +342,72 @@ def test_laplace_hmc_tiny_problem_finite_and_reproducible():
     assert run.hmc.burn_in == 4 and run.hmc.n_leapfrog == 5 and run.hmc.step_size == 0.1
 
 
-def test_laplace_hmc_predictions_average_fixed_theta_predictions():
-    from gpc_ref.laplace import laplace_mode, laplace_predict_latent, laplace_predict_proba
+def manual_hmc_prediction(run, X, y, X_test, method="erf_mixture", likelihood=None):
+    """W&B eq 9 by hand: cold-started Laplace predictions at every retained sample, then their mixture."""
+    from gpc_ref.laplace import laplace_mode
+    from gpc_ref.laplace import laplace_predict_latent
+    from gpc_ref.laplace import laplace_predict_proba
 
+    means, variances, probas = [], [], []
+    for kernel in run.kernels():
+        mode = laplace_mode(kernel.K(X), y, likelihood=likelihood)
+        mean, var = laplace_predict_latent(mode, kernel, X, X_test)
+        means.append(mean)
+        variances.append(var)
+        probas.append(laplace_predict_proba(mean, var, method=method, likelihood=likelihood))
+    means, variances = np.array(means), np.array(variances)
+    mixture_mean = means.mean(axis=0)
+    # law of total variance: E[var] + Var[mean]
+    mixture_var = variances.mean(axis=0) + means.var(axis=0)
+    return mixture_mean, mixture_var, np.mean(probas, axis=0)
+
+
+def test_laplace_hmc_predictions_average_fixed_theta_predictions():
     X, y = tiny_problem()
     X_test = np.array([[0.5, 0.0], [-1.0, 1.0], [3.0, -3.0]])
     run = laplace_hmc(SEKernel(variance=1.0, lengthscale=np.full(2, np.e)), X, y, rng=4, n_iter=9, n_leapfrog=4)
-    proba = laplace_hmc_predict_proba(run, X, y, X_test)
-    manual = []
-    for kernel in run.kernels():
-        mode = laplace_mode(kernel.K(X), y)
-        manual.append(laplace_predict_proba(*laplace_predict_latent(mode, kernel, X, X_test)))
-    np.testing.assert_allclose(proba, np.mean(manual, axis=0), rtol=1e-7)
-    assert np.all((proba > 0) & (proba < 1))
+    prediction = laplace_hmc_predict(run, X, y, X_test)
+    assert isinstance(prediction, HMCPrediction)
+    assert prediction.mean.shape == prediction.var.shape == prediction.proba.shape == (3,)
+    mean, var, proba = manual_hmc_prediction(run, X, y, X_test)
+    np.testing.assert_allclose(prediction.proba, proba, rtol=1e-7)
+    np.testing.assert_allclose(prediction.mean, mean, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(prediction.var, var, rtol=1e-7, atol=1e-10)
+    assert np.all((prediction.proba > 0) & (prediction.proba < 1)) and np.all(prediction.var > 0)
+    # the mixture is at least as uncertain as its average component
+    from gpc_ref.laplace import laplace_mode
+    from gpc_ref.laplace import laplace_predict_latent
+
+    component_var = np.mean(
+        [laplace_predict_latent(laplace_mode(k.K(X), y), k, X, X_test)[1] for k in run.kernels()], axis=0
+    )
+    assert np.all(prediction.var >= component_var - 1e-12)
+
+
+def test_laplace_hmc_prediction_options():
+    X, y = tiny_problem()
+    X_test = np.array([[0.5, 0.0], [-1.0, 1.0]])
+    run = laplace_hmc(SEKernel(variance=1.0, lengthscale=np.full(2, np.e)), X, y, rng=5, n_iter=6, n_leapfrog=3)
+    mackay = laplace_hmc_predict(run, X, y, X_test, method="mackay")
+    np.testing.assert_allclose(mackay.proba, manual_hmc_prediction(run, X, y, X_test, method="mackay")[2], rtol=1e-7)
+    # the squashing rule changes only the probabilities, never the latent mixture
+    default = laplace_hmc_predict(run, X, y, X_test)
+    np.testing.assert_array_equal(mackay.mean, default.mean)
+    np.testing.assert_array_equal(mackay.var, default.var)
+    # a chain with the probit likelihood predicts with it: Φ(μ/√(1+s²)) averaged over the samples
+    probit_run = laplace_hmc(
+        SEKernel(variance=1.0, lengthscale=np.full(2, np.e)),
+        X,
+        y,
+        rng=5,
+        n_iter=6,
+        n_leapfrog=3,
+        likelihood=ProbitLikelihood(),
+    )
+    probit = laplace_hmc_predict(probit_run, X, y, X_test, likelihood=ProbitLikelihood())
+    mean, var, proba = manual_hmc_prediction(probit_run, X, y, X_test, likelihood=ProbitLikelihood())
+    np.testing.assert_allclose(probit.proba, proba, rtol=1e-7)
+    np.testing.assert_allclose(probit.mean, mean, rtol=1e-7, atol=1e-10)
 
 
 def test_laplace_hmc_matches_grid_posterior():
@@ -371,7 +432,7 @@ def test_laplace_hmc_bad_arguments():
     kernel = SEKernel(lengthscale=[1.0, 1.0])
     with pytest.raises(ValueError, match="kernel"):
         laplace_hmc("SE", X, y, rng=0)
-    with pytest.raises(ValueError, match="X and y"):
+    with pytest.raises(ValueError, match="one label per point"):
         laplace_hmc(kernel, X, y[:-1], rng=0)
     with pytest.raises(ValueError, match="prior_sd"):
         laplace_hmc(kernel, X, y, rng=0, prior_sd=0.0)
@@ -380,11 +441,19 @@ def test_laplace_hmc_bad_arguments():
     with pytest.raises(ValueError, match="rng"):
         laplace_hmc(kernel, X, y, rng=None)
     with pytest.raises(ValueError, match="result"):
-        laplace_hmc_predict_proba("run", X, y, X)
+        laplace_hmc_predict("run", X, y, X)
+    run = laplace_hmc(kernel, X, y, rng=0, n_iter=3, n_leapfrog=2)
+    with pytest.raises(ValueError, match="X_test"):
+        laplace_hmc_predict(run, X, y, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="method"):
+        laplace_hmc_predict(run, X, y, X, method="probit")
+    with pytest.raises(TypeError):
+        laplace_hmc(kernel, X, y, 0)  # rng is keyword-only
 
 
-@pytest.mark.parametrize("kernel", [SEKernel(variance=1e6, lengthscale=[1e-3, 1e3]),
-                                    SEKernel(variance=1e-6, lengthscale=[1e3, 1e3])])
+@pytest.mark.parametrize(
+    "kernel", [SEKernel(variance=1e6, lengthscale=[1e-3, 1e3]), SEKernel(variance=1e-6, lengthscale=[1e3, 1e3])]
+)
 def test_laplace_hmc_hard_inputs_stay_finite(kernel):
     """Extreme starting hyperparameters and duplicated inputs: no NaN, no warning."""
     X, y = tiny_problem()
@@ -392,9 +461,10 @@ def test_laplace_hmc_hard_inputs_stay_finite(kernel):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run = laplace_hmc(kernel, X, y, rng=0, n_iter=6, n_leapfrog=4)
-        proba = laplace_hmc_predict_proba(run, X, y, X[:4])
+        prediction = laplace_hmc_predict(run, X, y, X[:4])
     assert np.all(np.isfinite(run.all_thetas)) and np.all(np.isfinite(run.log_posterior))
-    assert np.all((proba >= 0) & (proba <= 1))
+    assert np.all((prediction.proba >= 0) & (prediction.proba <= 1))
+    assert np.all(np.isfinite(prediction.mean)) and np.all(prediction.var >= 0)
 
 
 def test_progress_bar_runs():

@@ -1,12 +1,20 @@
 """Tests of gpc_ref.ivm: the multi-class IVM by ADF (Girolami & Rogers 2006 §5)."""
+
 import tracemalloc
 
 import numpy as np
 import pytest
 
 from gpc_ref.datasets import make_three_class_toy
-from gpc_ref.ivm import (SHORTLIST, adf_include, entropy_reduction, ivm_adf, ivm_fit, ivm_predict,
-                         pairwise_log_probability, select_predictive, target_log_probability)
+from gpc_ref.ivm import SHORTLIST
+from gpc_ref.ivm import adf_include
+from gpc_ref.ivm import entropy_reduction
+from gpc_ref.ivm import ivm_adf
+from gpc_ref.ivm import ivm_fit
+from gpc_ref.ivm import ivm_predict
+from gpc_ref.ivm import pairwise_log_probability
+from gpc_ref.ivm import select_predictive
+from gpc_ref.ivm import target_log_probability
 from gpc_ref.kernels import SEKernel
 from gpc_ref.likelihoods import MultinomialProbitLikelihood
 
@@ -34,7 +42,7 @@ def test_every_point_with_fixed_targets_equals_full_gp(selection):
     X, t = toy(60)
     targets = np.random.default_rng(1).normal(size=(60, 3))
     kernel = toy_kernel()
-    fit = ivm_fit(X, t, kernel, 60, selection, rng=3, targets=targets)
+    fit = ivm_fit(kernel, X, t, n_active=60, selection=selection, rng=3, targets=targets)
     sigma, mean = dense_posterior(kernel.K(X), targets)
     assert sorted(fit.active_set) == list(range(60))
     np.testing.assert_allclose(fit.mean, mean, atol=1e-10)
@@ -45,9 +53,11 @@ def test_every_point_with_fixed_targets_equals_full_gp(selection):
 def test_every_point_with_one_kernel_per_class_equals_full_gp():
     X, t = toy(50)
     targets = np.random.default_rng(2).normal(size=(50, 3))
-    kernels = [SEKernel(variance=v, lengthscale=np.r_[ls, ls, np.full(8, 5.0)])
-               for v, ls in [(1.0, 0.3), (2.0, 0.5), (0.5, 1.0)]]
-    fit = ivm_fit(X, t, kernels, 50, "random", rng=0, targets=targets)
+    kernels = [
+        SEKernel(variance=v, lengthscale=np.r_[ls, ls, np.full(8, 5.0)])
+        for v, ls in [(1.0, 0.3), (2.0, 0.5), (0.5, 1.0)]
+    ]
+    fit = ivm_fit(kernels, X, t, n_active=50, selection="random", rng=0, targets=targets)
     assert fit.M.shape == (3, 50, 50)
     for k, kernel in enumerate(kernels):
         sigma, mean = dense_posterior(kernel.K(X), targets)
@@ -59,7 +69,7 @@ def test_low_rank_factor_is_the_cholesky_solve_of_the_active_columns():
     # M = L⁻¹ C_I,: with L Lᵀ = C_II + I in inclusion order, and Σ = C − MᵀM
     X, t = toy(80)
     kernel = toy_kernel()
-    fit = ivm_fit(X, t, kernel, 25, "predictive", rng=0)
+    fit = ivm_fit(kernel, X, t, n_active=25, selection="predictive", rng=0)
     C = kernel.K(X)
     I = fit.active_set
     L = np.linalg.cholesky(C[np.ix_(I, I)] + np.eye(25))
@@ -95,7 +105,7 @@ def test_one_adf_step_equals_the_dense_rank_one_update():
 def test_site_targets_are_the_truncated_gaussian_means_at_the_current_mean():
     X, t = toy(40)
     likelihood = MultinomialProbitLikelihood()
-    fit = ivm_fit(X, t, toy_kernel(), 10, "predictive", rng=5, likelihood=likelihood)
+    fit = ivm_fit(toy_kernel(), X, t, n_active=10, selection="predictive", rng=5, likelihood=likelihood)
     # the first point is included at the prior mean 0 (G&R eqs 4.3–4.4 at m̃ = 0)
     n0 = fit.active_set[0]
     shift, _ = likelihood.cone_mean_shift(t[[n0]], np.zeros((1, 3)))
@@ -134,7 +144,7 @@ def test_entropy_reduction_is_the_log_determinant_change():
 def test_select_predictive_is_the_argmin_over_the_candidates():
     X, t = toy(60)
     likelihood = MultinomialProbitLikelihood()
-    fit = ivm_fit(X, t, toy_kernel(), 10, "predictive", rng=1, likelihood=likelihood)
+    fit = ivm_fit(toy_kernel(), X, t, n_active=10, selection="predictive", rng=1, likelihood=likelihood)
     scores = target_log_probability(t, fit.mean, fit.var, likelihood)
     candidates = np.setdiff1d(np.arange(60), fit.active_set)
     chosen, log_p = select_predictive(t, fit.mean, fit.var, candidates, likelihood)
@@ -146,7 +156,7 @@ def test_predictive_rule_chooses_the_least_probable_point_at_every_step():
     X, t = toy(70)
     likelihood = MultinomialProbitLikelihood()
     kernel = toy_kernel()
-    fit = ivm_fit(X, t, kernel, 12, "predictive", rng=2, likelihood=likelihood)
+    fit = ivm_fit(kernel, X, t, n_active=12, selection="predictive", rng=2, likelihood=likelihood)
     C = kernel.K(X)
     for step in range(1, 12):
         I = fit.active_set[:step]
@@ -162,7 +172,7 @@ def test_predictive_rule_chooses_the_least_probable_point_at_every_step():
 def test_entropy_rule_chooses_the_largest_posterior_variance():
     X, t = toy(70)
     kernel = toy_kernel()
-    fit = ivm_fit(X, t, kernel, 10, "entropy", rng=2)
+    fit = ivm_fit(kernel, X, t, n_active=10, selection="entropy", rng=2)
     C = kernel.K(X)
     for step in range(1, 10):
         I = fit.active_set[:step]
@@ -174,22 +184,22 @@ def test_entropy_rule_chooses_the_largest_posterior_variance():
 
 def test_random_rule_follows_the_generator_and_is_reproducible():
     X, t = toy(50)
-    fit = ivm_fit(X, t, toy_kernel(), 20, "random", rng=7)
+    fit = ivm_fit(toy_kernel(), X, t, n_active=20, selection="random", rng=7)
     np.testing.assert_array_equal(fit.active_set, np.random.default_rng(7).permutation(50)[:20])
-    again = ivm_fit(X, t, toy_kernel(), 20, "random", rng=np.random.default_rng(7))
+    again = ivm_fit(toy_kernel(), X, t, n_active=20, selection="random", rng=np.random.default_rng(7))
     np.testing.assert_array_equal(fit.active_set, again.active_set)
     np.testing.assert_array_equal(fit.mean, again.mean)
-    other = ivm_fit(X, t, toy_kernel(), 20, "random", rng=8)
+    other = ivm_fit(toy_kernel(), X, t, n_active=20, selection="random", rng=8)
     assert not np.array_equal(fit.active_set, other.active_set)
 
 
 def test_seeded_predictive_runs_are_reproducible_and_start_at_random():
     X, t = toy(50)
-    a = ivm_fit(X, t, toy_kernel(), 10, "predictive", rng=3)
-    b = ivm_fit(X, t, toy_kernel(), 10, "predictive", rng=3)
+    a = ivm_fit(toy_kernel(), X, t, n_active=10, selection="predictive", rng=3)
+    b = ivm_fit(toy_kernel(), X, t, n_active=10, selection="predictive", rng=3)
     np.testing.assert_array_equal(a.active_set, b.active_set)
     np.testing.assert_array_equal(a.targets, b.targets)
-    starts = {ivm_fit(X, t, toy_kernel(), 1, "predictive", rng=s).active_set[0] for s in range(6)}
+    starts = {ivm_fit(toy_kernel(), X, t, n_active=1, selection="predictive", rng=s).active_set[0] for s in range(6)}
     assert len(starts) > 1
 
 
@@ -211,14 +221,15 @@ def test_pairwise_bounds_hold_and_are_exact_for_two_classes():
 
 def norm_logcdf(z):
     from scipy.stats import norm
+
     return norm.logcdf(z)
 
 
 @pytest.mark.parametrize("kernel", [toy_kernel(), SEKernel(lengthscale=np.r_[0.15, 0.15, np.full(8, 1e3)])])
 def test_screened_scores_pick_the_same_points(kernel):
     X, t = toy(400, seed=3)
-    full = ivm_fit(X, t, kernel, 40, "predictive", rng=0)
-    screened = ivm_fit(X, t, kernel, 40, "predictive", rng=0, screen=True)
+    full = ivm_fit(kernel, X, t, n_active=40, selection="predictive", rng=0)
+    screened = ivm_fit(kernel, X, t, n_active=40, selection="predictive", rng=0, screen=True)
     assert 400 > SHORTLIST
     np.testing.assert_array_equal(full.active_set, screened.active_set)
 
@@ -227,7 +238,7 @@ def test_screened_scores_pick_the_same_points(kernel):
 def test_predictions_at_training_points_equal_the_adf_state():
     X, t = toy(90)
     kernel = toy_kernel(jitter=0.0)
-    fit = ivm_fit(X, t, kernel, 20, "predictive", rng=0)
+    fit = ivm_fit(kernel, X, t, n_active=20, selection="predictive", rng=0)
     mean, var = ivm_predict(fit, X)
     np.testing.assert_allclose(mean, fit.mean, atol=1e-10)
     np.testing.assert_allclose(var, fit.var, atol=1e-10)
@@ -237,14 +248,14 @@ def test_prediction_path_equals_the_models_after_each_inclusion():
     X, t = toy(90)
     X_new, _ = toy(15, seed=9)
     kernel = toy_kernel()
-    fit = ivm_fit(X, t, kernel, 12, "predictive", rng=0)
+    fit = ivm_fit(kernel, X, t, n_active=12, selection="predictive", rng=0)
     mean_path, var_path = ivm_predict(fit, X_new, path=True)
     assert mean_path.shape == (12, 15, 3)
     final_mean, final_var = ivm_predict(fit, X_new)
     np.testing.assert_allclose(mean_path[-1], final_mean, atol=1e-12)
     np.testing.assert_allclose(var_path[-1], final_var, atol=1e-12)
     for step in (1, 5, 9):
-        prefix = ivm_fit(X, t, kernel, step, "predictive", rng=0)
+        prefix = ivm_fit(kernel, X, t, n_active=step, selection="predictive", rng=0)
         np.testing.assert_array_equal(prefix.active_set, fit.active_set[:step])
         mean, var = ivm_predict(prefix, X_new)
         np.testing.assert_allclose(mean_path[step - 1], mean, atol=1e-10)
@@ -255,22 +266,23 @@ def test_predictions_equal_dense_gp_regression_on_the_site_targets():
     X, t = toy(60)
     X_new, _ = toy(10, seed=4)
     kernels = [toy_kernel(), SEKernel(lengthscale=np.r_[0.5, 0.5, np.full(8, 3.0)]), toy_kernel()]
-    fit = ivm_fit(X, t, kernels, 15, "entropy", rng=0)
+    fit = ivm_fit(kernels, X, t, n_active=15, selection="entropy", rng=0)
     mean, var = ivm_predict(fit, X_new)
     I = fit.active_set
     for k, kernel in enumerate(kernels):
         A = kernel.K(X[I]) + np.eye(15)
         cross = kernel.K(X[I], X_new)
         np.testing.assert_allclose(mean[:, k], cross.T @ np.linalg.solve(A, fit.targets[:, k]), atol=1e-10)
-        np.testing.assert_allclose(var[:, k], kernel.diag(X_new) - np.sum(cross * np.linalg.solve(A, cross), 0),
-                                   atol=1e-10)
+        np.testing.assert_allclose(
+            var[:, k], kernel.diag(X_new) - np.sum(cross * np.linalg.solve(A, cross), 0), atol=1e-10
+        )
 
 
 def test_shared_kernel_predicted_class_is_the_largest_mean():
     # equal variances across classes: P(t = k) is largest for the largest mean
     X, t = toy(300)
     X_new, _ = toy(500, seed=5)
-    fit = ivm_fit(X, t, toy_kernel(), 20, "predictive", rng=0)
+    fit = ivm_fit(toy_kernel(), X, t, n_active=20, selection="predictive", rng=0)
     mean, var = ivm_predict(fit, X_new)
     proba = MultinomialProbitLikelihood().predict(mean, var)
     np.testing.assert_array_equal(proba.argmax(1), mean.argmax(1))
@@ -279,7 +291,7 @@ def test_shared_kernel_predicted_class_is_the_largest_mean():
 def test_toy_accuracy_with_predictive_selection():
     X, t = toy(500, seed=11)
     X_test, t_test = toy(1000, seed=12)
-    fit = ivm_fit(X, t, toy_kernel(), 30, "predictive", rng=0)
+    fit = ivm_fit(toy_kernel(), X, t, n_active=30, selection="predictive", rng=0)
     mean, var = ivm_predict(fit, X_test)
     error = np.mean(MultinomialProbitLikelihood().predict(mean, var).argmax(1) != t_test)
     assert error < 0.05
@@ -293,14 +305,14 @@ def test_memory_never_holds_an_n_by_n_array():
     shapes = []
 
     def kernel_column(i):
-        column = kernel.K(X, X[i:i + 1]).T
+        column = kernel.K(X, X[i : i + 1]).T
         column[0, i] += kernel.jitter
         shapes.append(column.shape)
         return column
 
     prior_var = kernel.diag(X)[None, :]
     tracemalloc.start()
-    fit = ivm_adf(kernel_column, prior_var, t, n_active, "predictive", rng=0)
+    fit = ivm_adf(kernel_column, prior_var, t, n_active=n_active, selection="predictive", rng=0)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert set(shapes) == {(1, n)} and len(shapes) == n_active
@@ -314,26 +326,29 @@ def test_memory_never_holds_an_n_by_n_array():
 def test_memory_with_one_kernel_per_class_is_k_times_s_times_n():
     X, t = toy(200)
     kernels = [toy_kernel()] * 3
-    fit = ivm_fit(X, t, kernels, 10, "random", rng=0)
+    fit = ivm_fit(kernels, X, t, n_active=10, selection="random", rng=0)
     assert fit.M.shape == (3, 10, 200)
-    shared = ivm_fit(X, t, toy_kernel(), 10, "random", rng=0)
+    shared = ivm_fit(toy_kernel(), X, t, n_active=10, selection="random", rng=0)
     # identical kernels give identical posteriors with a third of the storage
     np.testing.assert_allclose(fit.mean, shared.mean, atol=1e-12)
     np.testing.assert_allclose(fit.var, shared.var, atol=1e-12)
 
 
 # --------------------------------------------------------------------------- hard inputs
-@pytest.mark.parametrize("kernel", [
-    SEKernel(variance=1e6, lengthscale=0.3),
-    SEKernel(lengthscale=1e-3),
-    SEKernel(lengthscale=1e3),
-])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        SEKernel(variance=1e6, lengthscale=0.3),
+        SEKernel(lengthscale=1e-3),
+        SEKernel(lengthscale=1e3),
+    ],
+)
 def test_hard_kernels_give_finite_answers(kernel):
     X, t = toy(60)
     X = np.vstack([X, X[:10]])  # duplicate points
     t = np.r_[t, t[:10]]
     for selection in ("predictive", "entropy"):
-        fit = ivm_fit(X, t, kernel, 30, selection, rng=0)
+        fit = ivm_fit(kernel, X, t, n_active=30, selection=selection, rng=0)
         assert np.all(np.isfinite(fit.mean)) and np.all(np.isfinite(fit.var)) and np.all(fit.var >= -1e-8)
         assert len(set(fit.active_set)) == 30
         mean, var = ivm_predict(fit, X[:5])
@@ -355,34 +370,42 @@ def test_bad_inputs_raise():
     X, t = toy(20)
     kernel = toy_kernel()
     with pytest.raises(ValueError, match="n_active"):
-        ivm_fit(X, t, kernel, 0)
+        ivm_fit(kernel, X, t, n_active=0)
     with pytest.raises(ValueError, match="n_active"):
-        ivm_fit(X, t, kernel, 21)
+        ivm_fit(kernel, X, t, n_active=21)
     with pytest.raises(ValueError, match="n_active"):
-        ivm_fit(X, t, kernel, 2.5)
+        ivm_fit(kernel, X, t, n_active=2.5)
     with pytest.raises(ValueError, match="selection"):
-        ivm_fit(X, t, kernel, 5, "greedy")
-    with pytest.raises(ValueError, match="t must"):
-        ivm_fit(X, t - 1, kernel, 5)
-    with pytest.raises(ValueError, match="same number"):
-        ivm_fit(X, t[:-1], kernel, 5)
+        ivm_fit(kernel, X, t, n_active=5, selection="greedy")
+    with pytest.raises(ValueError, match=r"t has codes \[-1\] outside"):
+        ivm_fit(kernel, X, t - 1, n_active=5)
+    with pytest.raises(ValueError, match="t must hold 20 class codes"):
+        ivm_fit(kernel, X, t[:-1], n_active=5)
     with pytest.raises(ValueError, match="targets"):
-        ivm_fit(X, t, kernel, 5, targets=np.zeros((20, 2)))
+        ivm_fit(kernel, X, t, n_active=5, targets=np.zeros((20, 2)))
     with pytest.raises(ValueError, match="kernel"):
-        ivm_fit(X, t, [kernel, kernel], 5)
+        ivm_fit([kernel, kernel], X, t, n_active=5)
     with pytest.raises(ValueError, match="rng"):
-        ivm_fit(X, t, kernel, 5, rng=None)
+        ivm_fit(kernel, X, t, n_active=5, rng=None)
     with pytest.raises(ValueError, match="X"):
-        ivm_fit(np.full((20, 10), np.nan), t, kernel, 5)
+        ivm_fit(kernel, np.full((20, 10), np.nan), t, n_active=5)
     with pytest.raises(ValueError, match="prior_var"):
-        ivm_adf(lambda n: np.zeros((1, 20)), -np.ones(20), t, 5)
+        ivm_adf(lambda n: np.zeros((1, 20)), -np.ones(20), t, n_active=5)
     with pytest.raises(ValueError, match="kernel_column"):
-        ivm_adf(lambda n: np.zeros((1, 19)), np.ones(20), t, 5, "random")
+        ivm_adf(lambda n: np.zeros((1, 19)), np.ones(20), t, n_active=5, selection="random")
     with pytest.raises(ValueError, match="1 kernel or one per class"):
-        ivm_adf(lambda n: np.zeros((2, 20)), np.ones((2, 20)), t, 5)
-    fit = ivm_adf(lambda n: kernel.K(X, X[n:n + 1]).T, kernel.diag(X), t, 3, "random")
+        ivm_adf(lambda n: np.zeros((2, 20)), np.ones((2, 20)), t, n_active=5)
+    fit = ivm_adf(lambda n: kernel.K(X, X[n : n + 1]).T, kernel.diag(X), t, n_active=3, selection="random")
     with pytest.raises(ValueError, match="ivm_fit"):
         ivm_predict(fit, X)
-    fit = ivm_fit(X, t, kernel, 3)
+    fit = ivm_fit(kernel, X, t, n_active=3)
     with pytest.raises(ValueError, match="feature"):
         ivm_predict(fit, X[:, :3])
+
+
+def test_n_active_and_options_are_keyword_only():
+    X, t = toy(20)
+    with pytest.raises(TypeError):
+        ivm_fit(toy_kernel(), X, t, 5)
+    with pytest.raises(TypeError):
+        ivm_adf(lambda n: toy_kernel().K(X, X[n : n + 1]).T, toy_kernel().diag(X), t, 5)

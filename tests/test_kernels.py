@@ -94,3 +94,107 @@ def test_bad_inputs_raise():
         kernel.with_theta([0.0])
     with pytest.raises(ValueError, match="unknown"):
         kernel.with_params(colour=1)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        SEKernel(variance=1.7, lengthscale=0.8),
+        SEKernel(variance=0.5, lengthscale=[0.5, 1.5, 3.0], bias=0.3),
+        SEKernel(variance=2.0, lengthscale=[1.0, 2.0, 0.7], bias=0.1, jitter=0.05, learn_jitter=True),
+        SEKernel(variance=3.0, lengthscale=1.3, bias=0.2, jitter=0.01, learn_jitter=True),
+    ],
+)
+def test_gradient_traces_equal_the_dense_einsum(kernel, rng):
+    X = _points(rng, 9)
+    A = rng.normal(size=(9, 9))
+    Q = A + A.T
+    dense = np.einsum("ij,pij->p", Q, kernel.gradients(X))
+    traces = kernel.gradient_traces(X, Q)
+    assert traces.shape == (len(kernel.theta),)
+    np.testing.assert_allclose(traces, dense, rtol=1e-11, atol=1e-11 * np.abs(dense).max())
+
+
+def test_gradient_traces_reads_a_1d_x_as_one_feature_and_checks_q(rng):
+    x = rng.normal(size=6)
+    kernel = SEKernel(variance=1.2, lengthscale=0.9)
+    Q = np.eye(6)
+    np.testing.assert_allclose(kernel.gradient_traces(x, Q), kernel.gradient_traces(x[:, None], Q))
+    with pytest.raises(ValueError, match="Q must have shape"):
+        kernel.gradient_traces(x, np.eye(5))
+
+
+def test_kernels_accept_a_1d_x_but_nothing_else_does():
+    # only the kernels read a 1-D x as n points with one feature (the book's 1-D examples)
+    x = np.array([0.0, 0.5, 2.0])
+    kernel = SEKernel(lengthscale=0.7)
+    np.testing.assert_array_equal(kernel.K(x), kernel.K(x[:, None]))
+    np.testing.assert_array_equal(kernel.K(x, x[:2]), kernel.K(x[:, None], x[:2, None]))
+    np.testing.assert_array_equal(kernel.diag(x), kernel.diag(x[:, None]))
+    with pytest.raises(ValueError, match="2-D"):
+        kernel.K(np.zeros((2, 2, 2)))
+
+
+def test_get_params_deep_and_set_params():
+    kernel = SEKernel(variance=2.0, lengthscale=[1.0, 3.0], bias=0.5)
+    params = kernel.get_params(deep=True)
+    shallow = kernel.get_params(deep=False)
+    assert set(params) == set(shallow)
+    assert all(np.array_equal(params[name], shallow[name]) for name in params)
+    assert set(params) == {"variance", "lengthscale", "bias", "jitter", "learn_bias", "learn_jitter"}
+    assert SEKernel(**params).theta_names == kernel.theta_names
+    # set_params mutates in place and returns the kernel itself
+    same = kernel.set_params(variance=4.0, lengthscale=[2.0, 0.5])
+    assert same is kernel
+    assert kernel.variance == 4.0
+    np.testing.assert_array_equal(kernel.lengthscale, [2.0, 0.5])
+    np.testing.assert_allclose(kernel.theta, np.log([4.0, 2.0, 0.5, 0.5]))
+    np.testing.assert_allclose(kernel.K(np.zeros((1, 2))), [[4.0 + 0.5 + kernel.jitter]])
+
+
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        (dict(variance=-1.0), "variance"),
+        (dict(lengthscale=0.0), "lengthscale"),
+        (dict(colour="red"), "unknown"),
+        (dict(bias=0.0, learn_bias=True), "bias"),
+    ],
+)
+def test_set_params_validates_and_leaves_the_kernel_unchanged_on_error(changes, match):
+    kernel = SEKernel(variance=2.0, lengthscale=1.5, bias=0.3)
+    before = dict(kernel.get_params())
+    with pytest.raises(ValueError, match=match):
+        kernel.set_params(**changes)
+    assert kernel.get_params() == before
+
+
+def test_sklearn_clone_copies_the_kernel():
+    base = pytest.importorskip("sklearn.base")
+    kernel = SEKernel(variance=2.0, lengthscale=[1.0, 3.0])
+    copy = base.clone(kernel)
+    assert copy is not kernel
+    np.testing.assert_array_equal(copy.theta, kernel.theta)
+    copy.set_params(variance=5.0)
+    assert kernel.variance == 2.0
+
+
+def test_class_kernels_and_theta_stacking():
+    from gpc_ref.kernels import class_kernels
+    from gpc_ref.kernels import stack_theta
+    from gpc_ref.kernels import unstack_theta
+
+    shared = SEKernel(variance=2.0, lengthscale=0.5)
+    kernels, is_shared = class_kernels(shared, 3)
+    assert is_shared and kernels == (shared, shared, shared)
+    np.testing.assert_array_equal(stack_theta(shared, 3), shared.theta)
+    per_class = [SEKernel(variance=v, lengthscale=[1.0, 2.0]) for v in (1.0, 2.0, 3.0)]
+    kernels, is_shared = class_kernels(per_class, 3)
+    assert not is_shared and len(kernels) == 3
+    theta = stack_theta(per_class, 3)
+    assert theta.shape == (9,)
+    again = unstack_theta(per_class, theta + 1.0, 3)
+    for before, after in zip(per_class, again):
+        np.testing.assert_allclose(after.theta, before.theta + 1.0)
+    with pytest.raises(ValueError, match="one per class"):
+        class_kernels(per_class[:2], 3)

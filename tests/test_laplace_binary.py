@@ -1,16 +1,30 @@
-"""Tests of the binary Laplace approximation (gpc_ref.laplace, binary section)."""
+"""Tests of the binary Laplace approximation (gpc_ref.laplace) and its MAP / ML-II hyperparameters."""
+
+import dataclasses
 import warnings
 
 import numpy as np
 import pytest
 from conftest import finite_difference_gradient
 
+from gpc_ref import ConvergenceWarning
 from gpc_ref.exact import quadrature_posterior
+from gpc_ref.gaussian_integrals import sigmoid_gaussian_exact
+from gpc_ref.hyperparameters import LOG_PARAMETER_BOUNDS
+from gpc_ref.hyperparameters import log_hyperprior
+from gpc_ref.hyperparameters import theta_box
+from gpc_ref.hyperparameters import wb_scale
 from gpc_ref.kernels import SEKernel
-from gpc_ref.laplace import (ConvergenceWarning, LaplaceMode, laplace_evidence, laplace_evidence_gradient,
-                             laplace_mode, laplace_predict_latent, laplace_predict_proba, log_hyperprior,
-                             map_hyperparameters)
-from gpc_ref.likelihoods import LogisticLikelihood, ProbitLikelihood, sigmoid_gaussian_exact
+from gpc_ref.laplace import LaplaceMode
+from gpc_ref.laplace import MAPResult
+from gpc_ref.laplace import laplace_evidence
+from gpc_ref.laplace import laplace_evidence_gradient
+from gpc_ref.laplace import laplace_mode
+from gpc_ref.laplace import laplace_predict_latent
+from gpc_ref.laplace import laplace_predict_proba
+from gpc_ref.laplace import map_hyperparameters
+from gpc_ref.likelihoods import LogisticLikelihood
+from gpc_ref.likelihoods import ProbitLikelihood
 
 
 def make_data(rng, n=40, d=2, noise=0.5):
@@ -23,8 +37,10 @@ def make_data(rng, n=40, d=2, noise=0.5):
 @pytest.mark.parametrize("variance, lengthscale", [(1.0, 1.0), (4.0, 0.6), (30.0, 2.5)])
 def test_log_evidence_gradient_and_predictions_match_scikit_learn(rng, variance, lengthscale):
     gp = pytest.importorskip("sklearn.gaussian_process")
-    from sklearn.gaussian_process._gpc import COEFS, LAMBDAS
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    from sklearn.gaussian_process._gpc import COEFS
+    from sklearn.gaussian_process._gpc import LAMBDAS
+    from sklearn.gaussian_process.kernels import RBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
 
     X, y = make_data(rng, n=50)
     X_test = rng.normal(size=(25, 2))
@@ -39,8 +55,7 @@ def test_log_evidence_gradient_and_predictions_match_scikit_learn(rng, variance,
     np.testing.assert_allclose(ours.gradient, sk_gradient, rtol=1e-6, atol=1e-9)
     # predictions with scikit-learn's erf-mixture constants
     mean, var = laplace_predict_latent(ours.mode, kernel, X, X_test)
-    p = laplace_predict_proba(mean, var, erf_scales=np.sqrt(2.0) * LAMBDAS.ravel(),
-                              erf_coefficients=COEFS.ravel())
+    p = laplace_predict_proba(mean, var, erf_scales=np.sqrt(2.0) * LAMBDAS.ravel(), erf_coefficients=COEFS.ravel())
     np.testing.assert_allclose(p, sk.predict_proba(X_test)[:, 1], rtol=1e-6)
 
 
@@ -72,8 +87,12 @@ def test_log_evidence_equals_papers_eq_10(rng):
     mode = laplace_mode(K, y)
     n = len(y)
     # W&B 1997 eqs 3 and 10 with dense determinants (test only)
-    psi = (np.sum(LogisticLikelihood().log_p(y, mode.f)) - 0.5 * mode.f @ np.linalg.solve(K, mode.f)
-           - 0.5 * np.linalg.slogdet(K)[1] - 0.5 * n * np.log(2 * np.pi))
+    psi = (
+        np.sum(LogisticLikelihood().log_p(y, mode.f))
+        - 0.5 * mode.f @ np.linalg.solve(K, mode.f)
+        - 0.5 * np.linalg.slogdet(K)[1]
+        - 0.5 * n * np.log(2 * np.pi)
+    )
     eq10 = psi - 0.5 * np.linalg.slogdet(np.linalg.inv(K) + np.diag(mode.W))[1] + 0.5 * n * np.log(2 * np.pi)
     np.testing.assert_allclose(mode.log_evidence, eq10, rtol=1e-9)
 
@@ -101,6 +120,26 @@ def test_non_convergence_warns_with_the_iteration_count(rng):
     with pytest.warns(ConvergenceWarning, match="did not converge in 2 iterations"):
         mode = laplace_mode(K, y, max_iter=2)
     assert not mode.converged and mode.n_iter == 2
+    # the iterate is not a mode: the gradient of Ψ reported with it is far from zero
+    assert mode.gradient_norm > 1e-2
+    # with enough iterations the same problem converges to a point where ∇Ψ = ∇log p(y|f) − K⁻¹f vanishes
+    full = laplace_mode(K, y)
+    assert full.converged and full.gradient_norm < 1e-4
+    np.testing.assert_allclose(full.grad_log_lik - np.linalg.solve(K, full.f), 0.0, atol=1e-3)
+
+
+def test_converged_means_a_small_gradient_of_psi(rng):
+    """W&B's rule on W alone is blind near f = 0; converged also requires ∇Ψ ≈ 0 (gradient_norm)."""
+    X, y = make_data(rng)
+    K = SEKernel(variance=4.0, lengthscale=1.0).K(X)
+    mode = laplace_mode(K, y, tol=1e-9)
+    assert mode.converged
+    assert mode.gradient_norm <= np.sqrt(1e-9) * max(1.0, np.max(np.abs(mode.grad_log_lik)))
+    np.testing.assert_allclose(mode.gradient_norm, np.max(np.abs(mode.grad_log_lik - mode.a)), rtol=1e-12)
+    # one Newton step from f = 0 is reported as not converged whatever the tolerance
+    with pytest.warns(ConvergenceWarning, match="did not converge in 1 iterations"):
+        one = laplace_mode(K, y, tol=1.0, max_iter=1)
+    assert not one.converged
 
 
 def test_probit_likelihood_mode_is_stationary(rng):
@@ -111,11 +150,14 @@ def test_probit_likelihood_mode_is_stationary(rng):
 
 
 # ------------------------------------------------------------------ gradients
-@pytest.mark.parametrize("kernel", [
-    SEKernel(variance=2.0, lengthscale=0.9),
-    SEKernel(variance=2.0, lengthscale=[0.7, 1.8], bias=0.5),
-    SEKernel(variance=0.5, lengthscale=[1.2, 0.4], bias=0.2, jitter=1e-3, learn_jitter=True),
-])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        SEKernel(variance=2.0, lengthscale=0.9),
+        SEKernel(variance=2.0, lengthscale=[0.7, 1.8], bias=0.5),
+        SEKernel(variance=0.5, lengthscale=[1.2, 0.4], bias=0.2, jitter=1e-3, learn_jitter=True),
+    ],
+)
 @pytest.mark.parametrize("likelihood", [LogisticLikelihood(), ProbitLikelihood()])
 def test_evidence_gradient_matches_finite_differences(rng, kernel, likelihood):
     X, y = make_data(rng, n=30)
@@ -187,13 +229,14 @@ def test_predictive_probabilities_against_exact_integral(rng):
     mode = laplace_mode(kernel.K(X), y)
     mean, var = laplace_predict_latent(mode, kernel, X, rng.normal(size=(8, 2)) * 2)
     reference = sigmoid_gaussian_exact(mean, var)
-    np.testing.assert_allclose(laplace_predict_proba(mean, var, "quadrature"), reference, atol=1e-7)
-    np.testing.assert_allclose(laplace_predict_proba(mean, var, "erf_mixture"), reference, atol=5e-4)
-    np.testing.assert_allclose(laplace_predict_proba(mean, var, "mackay"), reference, atol=2e-2)
-    np.testing.assert_allclose(laplace_predict_proba(mean, var, "exact"), reference, atol=1e-12)
+    np.testing.assert_allclose(laplace_predict_proba(mean, var, method="quadrature"), reference, atol=1e-7)
+    np.testing.assert_allclose(laplace_predict_proba(mean, var, method="erf_mixture"), reference, atol=5e-4)
+    np.testing.assert_allclose(laplace_predict_proba(mean, var, method="mackay"), reference, atol=2e-2)
+    np.testing.assert_allclose(laplace_predict_proba(mean, var, method="exact"), reference, atol=1e-12)
     # probit: the integral is exact whatever the method
-    probit = laplace_predict_proba(mean, var, "mackay", likelihood=ProbitLikelihood())
+    probit = laplace_predict_proba(mean, var, method="mackay", likelihood=ProbitLikelihood())
     from scipy.stats import norm
+
     np.testing.assert_allclose(probit, norm.cdf(mean / np.sqrt(1 + var)), rtol=1e-12)
 
 
@@ -249,8 +292,9 @@ def test_separable_data_with_huge_variance_has_a_correct_gradient(rng):
     def log_evidence(theta):
         return laplace_evidence(kernel.with_theta(theta), X, y).log_evidence
 
-    np.testing.assert_allclose(result.gradient, finite_difference_gradient(log_evidence, kernel.theta, 1e-5),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        result.gradient, finite_difference_gradient(log_evidence, kernel.theta, 1e-5), rtol=1e-4, atol=1e-5
+    )
 
 
 # ------------------------------------------------------------------ MAP
@@ -259,22 +303,111 @@ def test_map_is_reproducible_and_stationary(rng):
     kernel = SEKernel(variance=1.0, lengthscale=np.e)
     first = map_hyperparameters(kernel, X, y, rng=3, n_restarts=2)
     second = map_hyperparameters(kernel, X, y, rng=3, n_restarts=2)
+    assert isinstance(first, MAPResult)
     np.testing.assert_array_equal(first.theta, second.theta)
-    assert first.starts.shape == (3, 2) and first.log_posteriors.shape == (3,)
-    inside = (first.theta > first.bounds[:, 0] + 1e-6) & (first.theta < first.bounds[:, 1] - 1e-6)
+    fit = first.optimization
+    assert fit.starts.shape == (3, 2) and fit.values.shape == (3,)
+    inside = (first.theta > fit.bounds[:, 0] + 1e-6) & (first.theta < fit.bounds[:, 1] - 1e-6)
     np.testing.assert_allclose(first.gradient[inside], 0.0, atol=1e-3)
+    assert first.converged
     start_value = laplace_evidence(kernel, X, y).log_evidence + log_hyperprior(kernel)[0]
     assert first.log_posterior >= start_value
     np.testing.assert_allclose(first.log_posterior, first.log_evidence + first.log_prior)
-    assert first.log_posterior == pytest.approx(np.max(first.log_posteriors), abs=1e-6)
+    assert first.log_posterior == pytest.approx(np.max(fit.values), abs=1e-6)
+    # the gradient reported is that of the log posterior (evidence + prior) at the optimum
+    evidence = laplace_evidence(first.kernel, X, y)
+    np.testing.assert_allclose(
+        first.gradient, evidence.gradient + log_hyperprior(first.kernel)[1], rtol=1e-5, atol=1e-7
+    )
+    np.testing.assert_allclose(first.mode.f, evidence.mode.f, rtol=1e-8, atol=1e-10)
+
+
+def test_map_box_is_the_shared_theta_box(rng):
+    """The search box is theta_box(kernel) whatever the prior (no longer prior-derived)."""
+    X, y = make_data(rng, n=25)
+    kernel = SEKernel(lengthscale=[1.0, 1.0])
+    expected = np.array([LOG_PARAMETER_BOUNDS["log_variance"]] + [LOG_PARAMETER_BOUNDS["log_lengthscale"]] * 2)
+    np.testing.assert_array_equal(theta_box(kernel), expected)
+    for options in (dict(), dict(prior_mean=0.0, prior_sd=0.5), dict(prior=None)):
+        result = map_hyperparameters(kernel, X, y, n_restarts=0, **options)
+        np.testing.assert_array_equal(result.optimization.bounds, expected)
+        assert np.all((result.theta >= expected[:, 0]) & (result.theta <= expected[:, 1]))
+    # a start outside the box is clipped onto it
+    outside = SEKernel(variance=np.exp(16.0), lengthscale=[1.0, np.exp(-11.0)])
+    result = map_hyperparameters(outside, X, y, n_restarts=0)
+    np.testing.assert_array_equal(result.optimization.starts[0], [15.0, 0.0, -10.0])
 
 
 def test_map_restarts_from_the_prior(rng):
     X, y = make_data(rng, n=25)
-    result = map_hyperparameters(SEKernel(lengthscale=[1.0, 1.0]), X, y, rng=0, n_restarts=1,
-                                 restart_from="prior")
-    assert np.all(result.starts >= result.bounds[:, 0]) and np.all(result.starts <= result.bounds[:, 1])
+    kernel = SEKernel(lengthscale=[1.0, 1.0])
+    result = map_hyperparameters(kernel, X, y, rng=0, n_restarts=2, restart_from="prior")
+    fit = result.optimization
+    assert np.all(fit.starts >= fit.bounds[:, 0]) and np.all(fit.starts <= fit.bounds[:, 1])
     assert np.isfinite(result.log_posterior)
+    # the restarts are draws of W&B's φ ~ N(−3, 3²) mapped to θ = φ / A, clipped to the box
+    phi = -3.0 + 3.0 * np.random.default_rng(0).standard_normal((2, 3))
+    np.testing.assert_allclose(fit.starts[0], kernel.theta)
+    box = theta_box(kernel)
+    np.testing.assert_allclose(fit.starts[1:], np.clip(phi / wb_scale(kernel), box[:, 0], box[:, 1]))
+
+
+def test_map_fixed_parameters_are_kept(rng):
+    X, y = make_data(rng, n=25)
+    kernel = SEKernel(variance=2.0, lengthscale=[1.0, 1.5])
+    result = map_hyperparameters(kernel, X, y, fixed=("log_variance",), n_restarts=1, rng=0)
+    assert result.theta[0] == kernel.theta[0]
+    assert not result.optimization.free[0] and np.all(result.optimization.free[1:])
+    np.testing.assert_allclose(result.gradient[1:], 0.0, atol=1e-3)
+
+
+def test_ml_ii_is_map_without_the_prior(rng):
+    X, y = make_data(rng, n=30)
+    kernel = SEKernel(variance=1.0, lengthscale=1.0)
+    ml = map_hyperparameters(kernel, X, y, prior=None, n_restarts=1, rng=0)
+    assert ml.log_prior == 0.0 and ml.log_posterior == ml.log_evidence
+    assert ml.converged
+    # a stationary point of the evidence alone
+    np.testing.assert_allclose(laplace_evidence(ml.kernel, X, y).gradient, 0.0, atol=1e-3)
+    # and the prior moves the optimum: MAP has the larger posterior, ML-II the larger evidence
+    mp = map_hyperparameters(kernel, X, y, n_restarts=1, rng=0)
+    assert ml.log_evidence >= mp.log_evidence - 1e-8
+    assert mp.log_posterior >= ml.log_evidence + log_hyperprior(ml.kernel)[0] - 1e-8
+    assert np.max(np.abs(ml.theta - mp.theta)) > 1e-2
+
+
+def test_ml_ii_matches_scikit_learn_optimum(rng):
+    """prior=None is ML-II: the same optimum as scikit-learn's GaussianProcessClassifier.
+
+    scikit-learn's kernel ConstantKernel * RBF is SEKernel with jitter 0, and its θ is the same
+    (log σ_f², log ℓ); its box (1e-5, 1e5) contains ours and the optimum lies inside both.
+    """
+    gp = pytest.importorskip("sklearn.gaussian_process")
+    from sklearn.gaussian_process.kernels import RBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
+
+    X, y = make_data(rng, n=40, noise=0.8)
+    kernel = SEKernel(variance=1.0, lengthscale=1.0, jitter=0.0)
+    ours = map_hyperparameters(kernel, X, y, prior=None, n_restarts=2, rng=1)
+    sk = gp.GaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0), n_restarts_optimizer=2, random_state=0).fit(X, y)
+    sk_theta = sk.kernel_.theta
+    assert ours.converged and np.all(np.abs(ours.theta) < 9.0)  # an interior optimum
+    # the same model: scikit-learn's log marginal likelihood at our optimum is our log evidence
+    assert sk.log_marginal_likelihood(ours.theta) == pytest.approx(ours.log_evidence, rel=1e-7)
+    # the same optimum: value to optimiser precision, θ to the flatness of the maximum
+    assert ours.log_evidence >= sk.log_marginal_likelihood_value_ - 1e-7
+    assert ours.log_evidence == pytest.approx(sk.log_marginal_likelihood_value_, abs=1e-8)
+    np.testing.assert_allclose(ours.theta, sk_theta, atol=1e-4)
+
+
+def test_map_with_the_probit_likelihood(rng):
+    X, y = make_data(rng, n=30)
+    kernel = SEKernel(variance=1.0, lengthscale=np.e)
+    result = map_hyperparameters(kernel, X, y, likelihood=ProbitLikelihood(), n_restarts=0)
+    assert result.converged and isinstance(result.mode.likelihood, ProbitLikelihood)
+    evidence = laplace_evidence(result.kernel, X, y, likelihood=ProbitLikelihood())
+    assert result.log_evidence == pytest.approx(evidence.log_evidence, rel=1e-10)
+    assert result.log_evidence != pytest.approx(laplace_evidence(result.kernel, X, y).log_evidence, rel=1e-3)
 
 
 # ------------------------------------------------------------------ bad input
@@ -301,6 +434,9 @@ def test_bad_inputs_raise_value_errors(rng):
         "rng None": lambda: map_hyperparameters(kernel, X, y, rng=None),
         "restart_from": lambda: map_hyperparameters(kernel, X, y, rng=0, restart_from="anywhere"),
         "negative restarts": lambda: map_hyperparameters(kernel, X, y, rng=0, n_restarts=-1),
+        "unknown prior": lambda: map_hyperparameters(kernel, X, y, rng=0, prior="flat"),
+        "unknown fixed name": lambda: map_hyperparameters(kernel, X, y, rng=0, fixed=("log_noise",)),
+        "map prior_sd": lambda: map_hyperparameters(kernel, X, y, rng=0, prior_sd=0.0),
         "prior_sd": lambda: log_hyperprior(kernel, prior_sd=0.0),
     }
     for name, call in bad_calls.items():
@@ -310,9 +446,24 @@ def test_bad_inputs_raise_value_errors(rng):
         assert name
 
 
+def test_options_are_keyword_only(rng):
+    X, y = make_data(rng, n=10)
+    K, kernel = SEKernel().K(X), SEKernel()
+    mode = laplace_mode(K, y)
+    for call in (
+        lambda: laplace_mode(K, y, None),
+        lambda: laplace_evidence(kernel, X, y, None),
+        lambda: laplace_predict_proba(np.zeros(2), np.ones(2), "mackay"),
+        lambda: map_hyperparameters(kernel, X, y, 0),
+    ):
+        with pytest.raises(TypeError):
+            call()
+    assert mode.converged
+
+
 def test_mode_is_a_frozen_dataclass(rng):
     X, y = make_data(rng, n=8)
     mode = laplace_mode(SEKernel().K(X), y)
     assert isinstance(mode, LaplaceMode)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         mode.n_iter = 3

@@ -1,18 +1,26 @@
-"""Tests of the multi-class softmax Laplace approximation (gpc_ref.laplace, multi-class section).
+"""Tests of the multi-class softmax Laplace approximation (gpc_ref.laplace_multiclass).
 
 The reference for every fast O(C n³) computation is the same quantity built densely from the
 Cn × Cn matrices K = blockdiag(K_c) and W = diag(π) − ΠΠᵀ (class-major stacking).
 """
+
 import warnings
 
 import numpy as np
 import pytest
+from conftest import finite_difference_gradient
 from scipy.linalg import block_diag
 
-from conftest import finite_difference_gradient
+from gpc_ref import ConvergenceWarning
+from gpc_ref import gaussian_integrals as gi
+from gpc_ref import laplace_multiclass as lp
+from gpc_ref.gaussian_integrals import sigmoid_gaussian_quadrature
+from gpc_ref.hyperparameters import log_hyperprior
+from gpc_ref.hyperparameters import theta_box
 from gpc_ref.kernels import SEKernel
-from gpc_ref import laplace as lp
-from gpc_ref.likelihoods import sigmoid_gaussian_quadrature
+from gpc_ref.kernels import stack_theta
+from gpc_ref.kernels import unstack_theta
+from gpc_ref.laplace import laplace_mode
 
 
 # --------------------------------------------------------------------------- dense references
@@ -55,9 +63,11 @@ def problem(rng):
     X = rng.normal(size=(n, 2))
     codes = np.concatenate([[0, 1, 2], rng.integers(0, C, n - 3)])
     Y = lp.one_hot_labels(codes, C)
-    kernels = [SEKernel(variance=2.0, lengthscale=0.8, bias=0.3),
-               SEKernel(variance=1.0, lengthscale=[0.6, 1.5]),
-               SEKernel(variance=3.0, lengthscale=1.2, bias=0.1)]
+    kernels = [
+        SEKernel(variance=2.0, lengthscale=0.8, bias=0.3),
+        SEKernel(variance=1.0, lengthscale=[0.6, 1.5]),
+        SEKernel(variance=3.0, lengthscale=1.2, bias=0.1),
+    ]
     return X, Y, kernels
 
 
@@ -127,7 +137,7 @@ def test_two_classes_reduce_to_binary_laplace(rng):
     codes = np.array([0, 1] * 6)
     K = SEKernel(variance=1.5, lengthscale=0.9).K(X)
     soft = lp.softmax_laplace_mode(K, lp.one_hot_labels(codes, 2))
-    binary = lp.laplace_mode(2.0 * K, np.where(codes == 0, 1.0, -1.0))
+    binary = laplace_mode(2.0 * K, np.where(codes == 0, 1.0, -1.0))
     np.testing.assert_allclose(soft.f[:, 0] - soft.f[:, 1], binary.f, atol=1e-7)
     assert soft.log_evidence == pytest.approx(binary.log_evidence, rel=1e-8)
 
@@ -143,9 +153,19 @@ def test_warm_start_reaches_the_same_mode(problem, rng):
 
 def test_non_convergence_warns_with_iteration_count(problem):
     X, Y, kernels = problem
-    with pytest.warns(lp.ConvergenceWarning, match="1 iterations"):
+    with pytest.warns(ConvergenceWarning, match="1 iterations"):
         mode = lp.softmax_laplace_mode(kernels[0].K(X), Y, max_iter=1)
     assert not mode.converged
+    assert mode.gradient_norm > 1e-3  # one step from f = 0 is not a mode
+
+
+def test_converged_mode_has_a_small_gradient(problem):
+    X, Y, kernels = problem
+    K = np.stack([k.K(X) for k in kernels])
+    mode = lp.softmax_laplace_mode(K, Y, tol=1e-10)
+    assert mode.converged and mode.gradient_norm <= np.sqrt(1e-10)
+    # ∇Ψ = t − π − K⁻¹f, with K⁻¹f = a
+    np.testing.assert_allclose(mode.gradient_norm, np.max(np.abs(Y - mode.pi - mode.a)), rtol=1e-6, atol=1e-15)
 
 
 # --------------------------------------------------------------------------- evidence gradient
@@ -154,10 +174,10 @@ def test_evidence_gradient_matches_finite_differences(problem, shared):
     X, Y, kernels = problem
     kernel = kernels[0] if shared else kernels
     result = lp.softmax_laplace_evidence(kernel, X, Y)
-    theta = lp._kernel_theta(kernel, 3)
+    theta = stack_theta(kernel, 3)
 
     def log_q(t):
-        return lp.softmax_laplace_evidence(lp._kernel_with_theta(kernel, t, 3), X, Y).log_evidence
+        return lp.softmax_laplace_evidence(unstack_theta(kernel, t, 3), X, Y).log_evidence
 
     numeric = finite_difference_gradient(log_q, theta, step=1e-5)
     assert result.gradient.shape == theta.shape
@@ -194,11 +214,11 @@ def test_latent_predictive_matches_dense(problem, rng):
     for j in range(X_test.shape[0]):
         Q = np.zeros((n * C, C))
         for c in range(C):
-            Q[c * n:(c + 1) * n, c] = kernels[c].K(X, X_test[j:j + 1])[:, 0]
+            Q[c * n : (c + 1) * n, c] = kernels[c].K(X, X_test[j : j + 1])[:, 0]
         K_inv_Q = np.linalg.solve(K, Q)
         # q(f_*) = N(Qᵀ K⁻¹ f̂, k_** − Qᵀ K⁻¹ Q + Qᵀ K⁻¹ (K⁻¹ + W)⁻¹ K⁻¹ Q)
         dense_mean = K_inv_Q.T @ mode.f.T.ravel()
-        prior_var = np.diag([kernels[c].diag(X_test[j:j + 1])[0] for c in range(C)])
+        prior_var = np.diag([kernels[c].diag(X_test[j : j + 1])[0] for c in range(C)])
         dense_cov = prior_var - Q.T @ K_inv_Q + K_inv_Q.T @ np.linalg.solve(posterior_precision, K_inv_Q)
         np.testing.assert_allclose(mean[j], dense_mean, atol=1e-7)
         np.testing.assert_allclose(cov[j], dense_cov, atol=1e-9)
@@ -208,8 +228,7 @@ def test_latent_predictive_matches_dense(problem, rng):
 def test_probabilities_are_valid(problem, rng, method):
     X, Y, kernels = problem
     mode = lp.softmax_laplace_evidence(kernels[0], X, Y).mode
-    proba = lp.softmax_laplace_predict_proba(mode, kernels[0], X, 3.0 * rng.normal(size=(6, 2)), method=method,
-                                             rng=0)
+    proba = lp.softmax_laplace_predict_proba(mode, kernels[0], X, 3.0 * rng.normal(size=(6, 2)), method=method, rng=0)
     assert proba.shape == (6, 3)
     assert np.all((proba >= 0) & (proba <= 1))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
@@ -220,19 +239,19 @@ def test_deterministic_rules_agree_with_monte_carlo(rng):
     mean = rng.normal(size=(5, C))
     A = rng.normal(size=(5, C, C))
     cov = A @ np.swapaxes(A, 1, 2) + 0.1 * np.eye(C)
-    reference = lp.softmax_gaussian_expectation(mean, cov, method="monte_carlo", rng=1, n_samples=200_000)
-    gh = lp.softmax_gaussian_expectation(mean, cov, method="gauss_hermite", n_nodes=12)
+    reference = gi.softmax_gaussian_expectation(mean, cov, method="monte_carlo", rng=1, n_samples=200_000)
+    gh = gi.softmax_gaussian_expectation(mean, cov, method="gauss_hermite", n_nodes=12)
     # Monte Carlo standard error ≤ 0.5/√200000 ≈ 1.1e-3 (latent variances here are up to ~10)
     np.testing.assert_allclose(gh, reference, atol=5e-3)
-    np.testing.assert_allclose(lp.softmax_gaussian_expectation(mean, cov), reference, atol=5e-3)
+    np.testing.assert_allclose(gi.softmax_gaussian_expectation(mean, cov), reference, atol=5e-3)
     # with latent standard deviations near 10 the polynomial rules fail but QMC does not
     wide = 20.0 * cov
-    reference = lp.softmax_gaussian_expectation(mean, wide, method="monte_carlo", rng=1, n_samples=200_000)
-    np.testing.assert_allclose(lp.softmax_gaussian_expectation(mean, wide, method="qmc"), reference, atol=6e-3)
+    reference = gi.softmax_gaussian_expectation(mean, wide, method="monte_carlo", rng=1, n_samples=200_000)
+    np.testing.assert_allclose(gi.softmax_gaussian_expectation(mean, wide, method="qmc"), reference, atol=6e-3)
     # the degree-5 cubature rule is accurate only for moderate latent variances (≲ 1)
     small = 0.1 * cov
-    reference = lp.softmax_gaussian_expectation(mean, small, method="monte_carlo", rng=1, n_samples=200_000)
-    cub = lp.softmax_gaussian_expectation(mean, small, method="cubature")
+    reference = gi.softmax_gaussian_expectation(mean, small, method="monte_carlo", rng=1, n_samples=200_000)
+    cub = gi.softmax_gaussian_expectation(mean, small, method="cubature")
     np.testing.assert_allclose(cub, reference, atol=5e-3)
 
 
@@ -240,7 +259,7 @@ def test_two_class_expectation_is_the_sigmoid_integral(rng):
     mean = rng.normal(size=(6, 2))
     A = rng.normal(size=(6, 2, 2))
     cov = A @ np.swapaxes(A, 1, 2)
-    proba = lp.softmax_gaussian_expectation(mean, cov, method="gauss_hermite", n_nodes=64)
+    proba = gi.softmax_gaussian_expectation(mean, cov, method="gauss_hermite", n_nodes=64)
     mu = mean[:, 0] - mean[:, 1]
     var = cov[:, 0, 0] + cov[:, 1, 1] - 2 * cov[:, 0, 1]
     np.testing.assert_allclose(proba[:, 0], sigmoid_gaussian_quadrature(mu, var), atol=1e-10)
@@ -248,7 +267,7 @@ def test_two_class_expectation_is_the_sigmoid_integral(rng):
 
 def test_cubature_rule_integrates_degree_five_moments():
     for dim in (1, 2, 5):
-        nodes, weights = lp._cubature_degree5(dim)
+        nodes, weights = gi._cubature_degree5(dim)
         assert len(weights) == 2 * dim**2 + 1
         assert weights.sum() == pytest.approx(1.0)
         np.testing.assert_allclose(weights @ nodes, 0.0, atol=1e-14)
@@ -263,12 +282,12 @@ def test_qmc_is_deterministic_and_converges(rng):
     mean = rng.normal(size=(3, 3))
     A = rng.normal(size=(3, 3, 3))
     cov = 4.0 * A @ np.swapaxes(A, 1, 2)
-    first = lp.softmax_gaussian_expectation(mean, cov, method="qmc")
-    np.testing.assert_array_equal(first, lp.softmax_gaussian_expectation(mean, cov, method="qmc"))
+    first = gi.softmax_gaussian_expectation(mean, cov, method="qmc")
+    np.testing.assert_array_equal(first, gi.softmax_gaussian_expectation(mean, cov, method="qmc"))
     # for C = 3 a 200-node Gauss-Hermite grid is an accurate reference; QMC approaches it
-    reference = lp.softmax_gaussian_expectation(mean, cov, method="gauss_hermite", n_nodes=200, max_nodes=40000)
-    coarse = np.abs(lp.softmax_gaussian_expectation(mean, cov, method="qmc", n_samples=256) - reference).max()
-    fine = np.abs(lp.softmax_gaussian_expectation(mean, cov, method="qmc", n_samples=2**14) - reference).max()
+    reference = gi.softmax_gaussian_expectation(mean, cov, method="gauss_hermite", n_nodes=200, max_nodes=40000)
+    coarse = np.abs(gi.softmax_gaussian_expectation(mean, cov, method="qmc", n_samples=256) - reference).max()
+    fine = np.abs(gi.softmax_gaussian_expectation(mean, cov, method="qmc", n_samples=2**14) - reference).max()
     assert fine < 2e-3 and fine < coarse
 
 
@@ -277,8 +296,9 @@ def test_monte_carlo_is_reproducible(problem):
     mode = lp.softmax_laplace_evidence(kernels[0], X, Y).mode
     X_test = np.array([[0.3, -0.2], [1.0, 2.0]])
     first = lp.softmax_laplace_predict_proba(mode, kernels[0], X, X_test, method="monte_carlo", rng=7)
-    second = lp.softmax_laplace_predict_proba(mode, kernels[0], X, X_test, method="monte_carlo",
-                                              rng=np.random.default_rng(7))
+    second = lp.softmax_laplace_predict_proba(
+        mode, kernels[0], X, X_test, method="monte_carlo", rng=np.random.default_rng(7)
+    )
     other = lp.softmax_laplace_predict_proba(mode, kernels[0], X, X_test, method="monte_carlo", rng=8)
     np.testing.assert_array_equal(first, second)
     assert not np.array_equal(first, other)
@@ -291,26 +311,47 @@ def test_optimizer_increases_the_objective_and_is_reproducible(problem):
     before = lp.softmax_laplace_evidence(start, X, Y).log_evidence
     fit = lp.softmax_laplace_optimize(start, X, Y, n_restarts=1, rng=3)
     assert fit.log_evidence >= before
-    assert fit.objective == pytest.approx(max(fit.starts), abs=1e-6)
+    assert fit.objective == pytest.approx(max(fit.optimization.values), abs=1e-6)
+    assert fit.optimization.values.shape == (2,) and fit.optimization.n_evaluations > 0
     again = lp.softmax_laplace_optimize(start, X, Y, n_restarts=1, rng=3)
     np.testing.assert_allclose(again.kernel.theta, fit.kernel.theta)
     # with a prior the objective is evidence + log prior
-    prior = lambda theta: lp.log_hyperprior(start.with_theta(theta))  # noqa: E731
+    prior = lambda theta: log_hyperprior(start.with_theta(theta))
     penalised = lp.softmax_laplace_optimize(start, X, Y, log_prior=prior)
     assert penalised.objective == pytest.approx(penalised.log_evidence + prior(penalised.kernel.theta)[0])
 
 
+def test_optimizer_converges_in_the_shared_box(problem):
+    X, Y, kernels = problem
+    start = SEKernel(variance=1.0, lengthscale=1.0, bias=0.5)
+    prior = lambda theta: log_hyperprior(start.with_theta(theta))
+    fit = lp.softmax_laplace_optimize(start, X, Y, log_prior=prior)
+    assert fit.converged and fit.optimization.converged
+    np.testing.assert_array_equal(fit.optimization.bounds, theta_box(start))
+    # converged means a stationary point of the objective (none of the parameters is at the box's edge)
+    assert not fit.optimization.at_bound.any()
+    gradient = lp.softmax_laplace_evidence(fit.kernel, X, Y).gradient + prior(fit.kernel.theta)[1]
+    np.testing.assert_allclose(gradient, 0.0, atol=1e-3)
+    # one kernel per class: the stacked θ, one block per class; three iterations are not enough, and it says so
+    with pytest.warns(ConvergenceWarning, match="not converged after 3 L-BFGS-B iterations"):
+        per_class = lp.softmax_laplace_optimize(kernels, X, Y, max_iter=3)
+    assert not per_class.converged and per_class.optimization.n_iter == 3
+    assert len(per_class.kernel) == 3 and per_class.optimization.theta.shape == stack_theta(kernels, 3).shape
+    assert per_class.objective >= lp.softmax_laplace_evidence(kernels, X, Y).log_evidence
+
+
 # --------------------------------------------------------------------------- hard inputs
-@pytest.mark.parametrize("kernel", [SEKernel(1.0, 1.0), SEKernel(1e6, 1.0), SEKernel(1.0, 1e-3),
-                                    SEKernel(1.0, 1e3), SEKernel(1e6, 1e3)])
+@pytest.mark.parametrize(
+    "kernel", [SEKernel(1.0, 1.0), SEKernel(1e6, 1.0), SEKernel(1.0, 1e-3), SEKernel(1.0, 1e3), SEKernel(1e6, 1e3)]
+)
 def test_hard_inputs_give_finite_answers(rng, kernel):
     codes = np.repeat(np.arange(3), 8)
     centres = 12.0 * np.eye(3)[:, :2]
-    X = centres[codes] + rng.normal(size=(24, 2))      # perfectly separable
-    X = np.vstack([X, X[:4]])                           # with duplicate inputs
+    X = centres[codes] + rng.normal(size=(24, 2))  # perfectly separable
+    X = np.vstack([X, X[:4]])  # with duplicate inputs
     Y = lp.one_hot_labels(np.concatenate([codes, codes[:4]]), 3)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", lp.ConvergenceWarning)
+        warnings.simplefilter("error", ConvergenceWarning)
         result = lp.softmax_laplace_evidence(kernel, X, Y)
     assert result.mode.converged
     assert np.isfinite(result.log_evidence) and np.all(np.isfinite(result.gradient))
@@ -370,3 +411,7 @@ def test_bad_inputs_raise(problem):
         lp.softmax_laplace_optimize(kernels[0], X, Y, n_restarts=-1)
     with pytest.raises(ValueError, match="rng"):
         lp.softmax_laplace_optimize(kernels[0], X, Y, n_restarts=1)
+    with pytest.raises(TypeError):
+        lp.softmax_laplace_mode(K, Y, None)  # options are keyword-only
+    with pytest.raises(TypeError):
+        lp.softmax_laplace_predict_proba(mode, kernels[0], X, X[:2], "qmc")

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 from scipy.special import expit
 
 from gpc_ref import likelihoods as lk
@@ -15,8 +16,9 @@ def test_derivatives_match_finite_differences(likelihood, label):
     d1, d2, d3 = likelihood.derivatives(y, F_VALUES)
     h = 1e-5
     plus, minus = likelihood.derivatives(y, F_VALUES + h), likelihood.derivatives(y, F_VALUES - h)
-    np.testing.assert_allclose(d1, (likelihood.log_p(y, F_VALUES + h) - likelihood.log_p(y, F_VALUES - h)) / (2 * h),
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        d1, (likelihood.log_p(y, F_VALUES + h) - likelihood.log_p(y, F_VALUES - h)) / (2 * h), rtol=1e-6, atol=1e-7
+    )
     np.testing.assert_allclose(d2, (plus[0] - minus[0]) / (2 * h), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(d3, (plus[1] - minus[1]) / (2 * h), rtol=1e-4, atol=1e-6)
 
@@ -50,10 +52,13 @@ def test_probit_tail_derivatives_against_high_precision_values():
 
 
 def test_log_p_values():
-    np.testing.assert_allclose(lk.LogisticLikelihood().log_p(np.array([1.0, -1.0]), np.array([0.4, 0.4])),
-                               np.log([expit(0.4), expit(-0.4)]))
-    np.testing.assert_allclose(lk.ProbitLikelihood().log_p(np.array([1.0, -1.0]), np.array([0.4, 0.4])),
-                               np.log([stats.norm.cdf(0.4), stats.norm.cdf(-0.4)]))
+    np.testing.assert_allclose(
+        lk.LogisticLikelihood().log_p(np.array([1.0, -1.0]), np.array([0.4, 0.4])), np.log([expit(0.4), expit(-0.4)])
+    )
+    np.testing.assert_allclose(
+        lk.ProbitLikelihood().log_p(np.array([1.0, -1.0]), np.array([0.4, 0.4])),
+        np.log([stats.norm.cdf(0.4), stats.norm.cdf(-0.4)]),
+    )
 
 
 def test_labels_must_be_plus_minus_one():
@@ -69,32 +74,22 @@ def test_inverse_mills_ratio_in_the_tail():
     np.testing.assert_allclose(r[2], np.sqrt(2 / np.pi))
 
 
-MU, VAR = np.meshgrid(np.linspace(-6, 6, 13), np.array([0.0, 0.1, 1.0, 4.0, 25.0, 100.0]))
+def test_binary_likelihoods_share_the_chain_rule_in_z():
+    # p(y|f) = g(y f): ∂^k/∂f^k log p = y^k (∂^k/∂z^k log g)(y f)
+    for likelihood in (lk.LogisticLikelihood(), lk.ProbitLikelihood()):
+        assert isinstance(likelihood, lk.BinaryLikelihood)
+        y = np.where(np.arange(F_VALUES.size) % 2, 1.0, -1.0)
+        link = likelihood.link_derivatives(y * F_VALUES)
+        for k, (derivative, in_z) in enumerate(zip(likelihood.derivatives(y, F_VALUES), link), start=1):
+            np.testing.assert_array_equal(derivative, y**k * in_z)
+        np.testing.assert_array_equal(likelihood.log_p(y, F_VALUES), likelihood.log_link(y * F_VALUES))
 
 
-def test_gaussian_sigmoid_integrals_against_adaptive_quadrature():
-    exact = lk.sigmoid_gaussian_exact(MU, VAR)
-    # a known value: ∫σ(f)N(f|0,s²)df = ½ by symmetry
-    np.testing.assert_allclose(exact[:, 6], 0.5, atol=1e-12)
-    # stated accuracies (maxima over the grid): erf mixture ≤ 3e-4, MacKay ≤ 0.02
-    assert np.max(np.abs(lk.sigmoid_gaussian_erf_mixture(MU, VAR) - exact)) < 3e-4
-    assert np.max(np.abs(lk.sigmoid_gaussian_mackay(MU, VAR) - exact)) < 0.02
-    moderate = VAR <= 4.0
-    assert np.max(np.abs(lk.sigmoid_gaussian_quadrature(MU, VAR)[moderate] - exact[moderate])) < 1e-9
-
-
-def test_erf_mixture_keeps_the_symmetry_of_the_sigmoid():
-    assert lk.ERF_MIXTURE_COEFFICIENTS.sum() == pytest.approx(1.0, abs=1e-12)
-    p = lk.sigmoid_gaussian_erf_mixture(np.array([0.0, 2.0, -2.0]), np.array([3.0, 3.0, 3.0]))
-    assert p[0] == pytest.approx(0.5, abs=1e-12)
-    assert p[1] + p[2] == pytest.approx(1.0, abs=1e-12)
-
-
-def test_probit_integral_is_exact():
-    mu, var = 0.8, 2.5
-    value, _ = integrate.quad(lambda f: stats.norm.cdf(f) * stats.norm.pdf(f, mu, np.sqrt(var)), -40, 40)
-    assert lk.probit_gaussian(mu, var) == pytest.approx(value, abs=1e-10)
-    assert lk.ProbitLikelihood().predict(mu, var) == pytest.approx(value, abs=1e-10)
+def test_predict_refuses_an_unknown_method():
+    # the integrals themselves are tested in test_gaussian_integrals.py
+    for likelihood in (lk.LogisticLikelihood(), lk.ProbitLikelihood()):
+        with pytest.raises(ValueError, match="method must be one of"):
+            likelihood.predict(np.zeros(2), np.ones(2), method="laplace")
 
 
 def test_label_noise_likelihood_reduces_to_probit_and_integrates_exactly():
@@ -102,8 +97,12 @@ def test_label_noise_likelihood_reduces_to_probit_and_integrates_exactly():
     np.testing.assert_allclose(lk.LabelNoiseLikelihood(0.0, 1.0).log_p(y, f), lk.ProbitLikelihood().log_p(y, f))
     noisy = lk.LabelNoiseLikelihood(epsilon=0.1, latent_noise=0.5)
     mu, var = 0.4, 1.3
-    value, _ = integrate.quad(lambda t: np.exp(noisy.log_p(np.array([-1.0]), np.array([t]))[0])
-                              * stats.norm.pdf(t, mu, np.sqrt(var)), -40, 40, points=[0.0])
+    value, _ = integrate.quad(
+        lambda t: np.exp(noisy.log_p(np.array([-1.0]), np.array([t]))[0]) * stats.norm.pdf(t, mu, np.sqrt(var)),
+        -40,
+        40,
+        points=[0.0],
+    )
     assert np.exp(noisy.log_integral(np.array([-1.0]), mu, var)[0]) == pytest.approx(value, abs=1e-9)
     hard = lk.LabelNoiseLikelihood(epsilon=0.05, latent_noise=0.0)
     np.testing.assert_allclose(np.exp(hard.log_p(np.array([1.0, 1.0]), np.array([2.0, -2.0]))), [0.95, 0.05])
@@ -129,13 +128,16 @@ class TestMultinomialProbit:
             def expectation(g):
                 return integrate.quad(lambda u: stats.norm.pdf(u) * g(u), -12, 12, epsabs=1e-13)[0]
 
-            Z = expectation(lambda u: np.prod([stats.norm.cdf(u + m[t] - m[j]) for j in others]))
+            Z = expectation(lambda u, t=t, others=others: np.prod([stats.norm.cdf(u + m[t] - m[j]) for j in others]))
             P, log_Z = self.likelihood.cone_mean_shift(np.array([t]), m[None, :])
             assert np.exp(log_Z[0]) == pytest.approx(Z, rel=1e-9)
             for k in others:
                 rest = [j for j in others if j != k]
-                num = expectation(lambda u: stats.norm.pdf(u + m[t] - m[k])
-                                  * np.prod([stats.norm.cdf(u + m[t] - m[j]) for j in rest]))
+                num = expectation(
+                    lambda u, t=t, k=k, rest=rest: (
+                        stats.norm.pdf(u + m[t] - m[k]) * np.prod([stats.norm.cdf(u + m[t] - m[j]) for j in rest])
+                    )
+                )
                 assert P[0, k] == pytest.approx(-num / Z, rel=1e-8)
             assert P[0].sum() == pytest.approx(0.0, abs=1e-12)  # eq 4.4
 
@@ -163,7 +165,11 @@ class TestMultinomialProbit:
         assert np.all(np.isfinite(P)) and np.all(np.isfinite(log_Z))
 
     def test_bad_codes_raise(self):
-        with pytest.raises(ValueError, match="class codes"):
+        with pytest.raises(ValueError, match=r"codes \[3\] outside 0\.\.2"):
             self.likelihood.log_p(np.array([3]), np.zeros((1, 3)))
+        with pytest.raises(ValueError, match="integer class codes"):
+            self.likelihood.log_p(np.array([0.5]), np.zeros((1, 3)))
+        with pytest.raises(ValueError, match=r"shape \(n, C\)"):
+            self.likelihood.log_p(np.array([0]), np.zeros(3))
         with pytest.raises(ValueError, match="n_nodes"):
             lk.MultinomialProbitLikelihood(n_nodes=1)

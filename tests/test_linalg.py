@@ -3,7 +3,12 @@ import warnings
 import numpy as np
 import pytest
 
-from gpc_ref.linalg import JitterWarning, cho_solve, cholesky, log_det, solve_lower, solve_upper
+from gpc_ref.linalg import JitterWarning
+from gpc_ref.linalg import cho_solve
+from gpc_ref.linalg import cholesky
+from gpc_ref.linalg import log_det
+from gpc_ref.linalg import solve_lower
+from gpc_ref.linalg import solve_upper
 
 
 def _spd(rng, n=6):

@@ -1,31 +1,33 @@
 """Tests of gpc_ref.variational_bounds (Gibbs & MacKay 2000, Jaakkola & Jordan bounds)."""
+
 import warnings
 
 import numpy as np
 import pytest
+from conftest import finite_difference_gradient
 from scipy.special import expit
 
-from conftest import finite_difference_gradient
+from gpc_ref import ConvergenceWarning
+from gpc_ref import variational_bounds
 from gpc_ref.exact import quadrature_posterior
+from gpc_ref.hyperparameters import theta_box
 from gpc_ref.kernels import SEKernel
+from gpc_ref.laplace import laplace_mode
+from gpc_ref.likelihoods import LogisticLikelihood
 from gpc_ref.likelihoods import log_sigmoid
-from gpc_ref.variational_bounds import (
-    ConvergenceWarning,
-    binary_entropy,
-    lambda_jj,
-    lambda_jj_derivative,
-    log_sigmoid_lower_bound,
-    log_sigmoid_upper_bound,
-    lower_bound,
-    optimize_lower_bound,
-    optimize_lower_bound_restarts,
-    optimize_upper_bound,
-    predict_lower,
-    predict_proba_bound,
-    predict_upper,
-    update_nu,
-    upper_bound,
-)
+from gpc_ref.variational_bounds import binary_entropy
+from gpc_ref.variational_bounds import lambda_jj
+from gpc_ref.variational_bounds import lambda_jj_derivative
+from gpc_ref.variational_bounds import log_sigmoid_lower_bound
+from gpc_ref.variational_bounds import log_sigmoid_upper_bound
+from gpc_ref.variational_bounds import lower_bound
+from gpc_ref.variational_bounds import optimize_lower_bound
+from gpc_ref.variational_bounds import optimize_upper_bound
+from gpc_ref.variational_bounds import predict_lower
+from gpc_ref.variational_bounds import predict_proba_bound
+from gpc_ref.variational_bounds import predict_upper
+from gpc_ref.variational_bounds import update_nu
+from gpc_ref.variational_bounds import upper_bound
 
 
 def small_problem(rng, n=3, bias=0.3):
@@ -139,7 +141,7 @@ def test_optimised_bounds_sandwich_the_exact_evidence(rng, n):
     X, t, kernel = small_problem(rng, n=n)
     K = kernel.K(X)
     exact = quadrature_posterior(K, lambda f: log_sigmoid((2 * t - 1) * f), n_nodes=80).log_evidence
-    lower = optimize_lower_bound(X, t, kernel, optimize_theta=False).bound.log_Z
+    lower = optimize_lower_bound(kernel, X, t, optimize_theta=False).bound.log_Z
     upper = optimize_upper_bound(K, t).bound.log_Z
     assert lower <= exact <= upper
     # and for arbitrary (non-optimal) variational parameters too
@@ -157,8 +159,7 @@ def test_lower_bound_gradients_against_finite_differences(rng):
     numeric_nu = finite_difference_gradient(lambda v: lower_bound(K, t, v).log_Z, nu)
     np.testing.assert_allclose(bound.grad_nu, numeric_nu, rtol=1e-6, atol=1e-9)
     theta = kernel.theta
-    numeric_theta = finite_difference_gradient(
-        lambda th: lower_bound(kernel.with_theta(th).K(X), t, nu).log_Z, theta)
+    numeric_theta = finite_difference_gradient(lambda th: lower_bound(kernel.with_theta(th).K(X), t, nu).log_Z, theta)
     np.testing.assert_allclose(bound.grad_theta, numeric_theta, rtol=1e-6, atol=1e-9)
 
 
@@ -182,7 +183,8 @@ def test_upper_bound_gradients_against_finite_differences(rng):
     numeric_mu = finite_difference_gradient(lambda m: upper_bound(K, t, m).log_Z, mu)
     np.testing.assert_allclose(bound.grad_mu, numeric_mu, rtol=1e-6, atol=1e-9)
     numeric_theta = finite_difference_gradient(
-        lambda th: upper_bound(kernel.with_theta(th).K(X), t, mu).log_Z, kernel.theta)
+        lambda th: upper_bound(kernel.with_theta(th).K(X), t, mu).log_Z, kernel.theta
+    )
     np.testing.assert_allclose(bound.grad_theta, numeric_theta, rtol=1e-6, atol=1e-9)
 
 
@@ -202,8 +204,8 @@ def test_fixed_point_update_never_decreases_and_reaches_stationarity(rng):
 
 def test_gradient_and_fixed_point_optimisers_agree(rng):
     X, t, kernel = small_problem(rng, n=8)
-    joint = optimize_lower_bound(X, t, kernel, nu_update="gradient")
-    fixed = optimize_lower_bound(X, t, kernel, nu_update="fixed_point")
+    joint = optimize_lower_bound(kernel, X, t, nu_update="gradient")
+    fixed = optimize_lower_bound(kernel, X, t, nu_update="fixed_point")
     assert joint.converged and fixed.converged
     assert joint.bound.log_Z == pytest.approx(fixed.bound.log_Z, abs=1e-5)
     np.testing.assert_allclose(joint.kernel.theta, fixed.kernel.theta, atol=2e-2)
@@ -211,7 +213,7 @@ def test_gradient_and_fixed_point_optimisers_agree(rng):
 
 def test_lower_bound_posterior_is_proper_gaussian_at_the_optimum(rng):
     X, t, kernel = small_problem(rng, n=8)
-    fit = optimize_lower_bound(X, t, kernel)
+    fit = optimize_lower_bound(kernel, X, t)
     lam = lambda_jj(fit.bound.nu)
     assert np.all((lam > 0) & (lam <= 0.125))
     K = fit.kernel.K(X)
@@ -255,9 +257,11 @@ def test_predictive_moments_match_quadrature_of_the_joint_bound_posterior(rng):
     nu = np.array([1.3, 0.7])
     mu = np.array([0.3, 0.6])
     q_lower = quadrature_posterior(
-        K_all, lambda f: np.concatenate([log_sigmoid_lower_bound(t, f[..., :2], nu), 0 * f[..., 2:]], -1), 60)
+        K_all, lambda f: np.concatenate([log_sigmoid_lower_bound(t, f[..., :2], nu), 0 * f[..., 2:]], -1), n_nodes=60
+    )
     q_upper = quadrature_posterior(
-        K_all, lambda f: np.concatenate([log_sigmoid_upper_bound(t, f[..., :2], mu), 0 * f[..., 2:]], -1), 60)
+        K_all, lambda f: np.concatenate([log_sigmoid_upper_bound(t, f[..., :2], mu), 0 * f[..., 2:]], -1), n_nodes=60
+    )
     mean_l, var_l = predict_lower(lower_bound(K, t, nu), kernel, X[:2], X[2:])
     mean_u, var_u = predict_upper(upper_bound(K, t, mu), kernel, X[:2], X[2:])
     assert mean_l[0] == pytest.approx(q_lower.mean[2], abs=1e-9)
@@ -270,7 +274,7 @@ def test_predictive_moments_match_quadrature_of_the_joint_bound_posterior(rng):
 
 def test_predictions_tend_to_half_far_from_data(rng):
     X, t, kernel = small_problem(rng, n=8, bias=0.0)
-    fit = optimize_lower_bound(X, t, kernel, optimize_theta=False)
+    fit = optimize_lower_bound(kernel, X, t, optimize_theta=False)
     up = optimize_upper_bound(kernel.K(X), t)
     far = np.array([[1e3, -1e3]])
     assert predict_proba_bound(*predict_lower(fit.bound, kernel, X, far))[0] == pytest.approx(0.5)
@@ -278,8 +282,9 @@ def test_predictions_tend_to_half_far_from_data(rng):
 
 
 # ----------------------------------------------------------------------------- hard inputs, bad inputs
-@pytest.mark.parametrize("params", [dict(variance=1e6), dict(lengthscale=1e-3), dict(lengthscale=1e3),
-                                    dict(variance=1e6, lengthscale=1e3)])
+@pytest.mark.parametrize(
+    "params", [dict(variance=1e6), dict(lengthscale=1e-3), dict(lengthscale=1e3), dict(variance=1e6, lengthscale=1e3)]
+)
 def test_hard_inputs_give_finite_answers(rng, params):
     X = rng.normal(size=(10, 2))
     X[5] = X[4]  # a duplicated point
@@ -288,7 +293,7 @@ def test_hard_inputs_give_finite_answers(rng, params):
     K = kernel.K(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no JitterWarning, no overflow
-        lower = optimize_lower_bound(X, t, kernel, optimize_theta=False)
+        lower = optimize_lower_bound(kernel, X, t, optimize_theta=False)
         upper = optimize_upper_bound(K, t)
         mean, var = predict_lower(lower.bound, kernel, X, X)
         mean_u, var_u = predict_upper(upper.bound, kernel, X, X)
@@ -316,13 +321,24 @@ def test_bad_inputs_raise(rng):
     with pytest.raises(ValueError, match="method"):
         optimize_upper_bound(K, t, method="cg")
     with pytest.raises(ValueError, match="nu_update"):
-        optimize_lower_bound(X, t, kernel, nu_update="em")
+        optimize_lower_bound(kernel, X, t, nu_update="em")
     with pytest.raises(ValueError, match="kernel"):
-        optimize_lower_bound(X, t, "se")
+        optimize_lower_bound("se", X, t)
     with pytest.raises(ValueError, match="rng"):
-        optimize_lower_bound_restarts(X, t, kernel, None, 2)
+        optimize_lower_bound(kernel, X, t, n_restarts=2, rng=None)
+    with pytest.raises(ValueError, match="n_restarts"):
+        optimize_lower_bound(kernel, X, t, n_restarts=-1, rng=0)
+    with pytest.raises(ValueError, match="fixed"):
+        optimize_lower_bound(kernel, X, t, fixed=("log_noise",))
+    # options are keyword-only
+    with pytest.raises(TypeError):
+        optimize_lower_bound(kernel, X, t, None)
+    with pytest.raises(TypeError):
+        optimize_upper_bound(K, t, None)
+    with pytest.raises(TypeError):
+        lower_bound(K, t, np.ones(3), kernel.gradients(X))
     bound = lower_bound(K, t, np.ones(3))
-    with pytest.raises(ValueError, match="training inputs"):
+    with pytest.raises(ValueError, match="points the result was computed for"):
         predict_lower(bound, kernel, X[:2], X)
     with pytest.raises(ValueError, match="X_test"):
         predict_upper(upper_bound(K, t, np.full(3, 0.5)), kernel, X, np.zeros((2, 5)))
@@ -330,14 +346,119 @@ def test_bad_inputs_raise(rng):
 
 def test_non_convergence_warns_with_iteration_count(rng):
     X, t, kernel = small_problem(rng, n=8)
-    with pytest.warns(ConvergenceWarning, match="after 2 iterations"):
-        optimize_lower_bound(X, t, kernel, max_iter=2)
+    with pytest.warns(ConvergenceWarning, match="after 2 L-BFGS-B iterations"):
+        fit = optimize_lower_bound(kernel, X, t, max_iter=2)
+    assert not fit.converged and fit.n_iterations == 2
+    assert fit.optimization.gradient_norm > fit.optimization.tolerance
 
 
-def test_restarts_are_reproducible(rng):
+def test_converged_means_a_small_projected_gradient(rng):
     X, t, kernel = small_problem(rng, n=8)
-    best_a, fits_a = optimize_lower_bound_restarts(X, t, kernel, 7, n_restarts=2)
-    best_b, fits_b = optimize_lower_bound_restarts(X, t, kernel, 7, n_restarts=2)
-    assert len(fits_a) == 3
-    np.testing.assert_array_equal(best_a.kernel.theta, best_b.kernel.theta)
-    assert best_a.objective == max(fit.objective for fit in fits_a)
+    for nu_update in ("gradient", "fixed_point"):
+        fit = optimize_lower_bound(kernel, X, t, nu_update=nu_update)
+        search = fit.optimization
+        assert fit.converged and search.converged
+        assert search.gradient_norm <= 1e-5 * max(1.0, abs(search.value))
+        # the search's box is the shared theta_box for θ (ν is unbounded)
+        box = theta_box(fit.kernel)
+        assert np.all(fit.kernel.theta >= box[:, 0]) and np.all(fit.kernel.theta <= box[:, 1])
+    # θ fixed: ν by the joint search still converges, and the kernel is untouched
+    fixed_theta = optimize_lower_bound(kernel, X, t, optimize_theta=False)
+    np.testing.assert_array_equal(fixed_theta.kernel.theta, kernel.theta)
+    held = optimize_lower_bound(kernel, X, t, fixed=("log_variance",))
+    assert held.kernel.variance == pytest.approx(kernel.variance, rel=1e-12)
+
+
+def test_restarts_return_the_best_start_and_are_reproducible(rng):
+    X, t, kernel = small_problem(rng, n=8)
+    fit_a = optimize_lower_bound(kernel, X, t, n_restarts=3, rng=7)
+    fit_b = optimize_lower_bound(kernel, X, t, n_restarts=3, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(fit_a.kernel.theta, fit_b.kernel.theta)
+    np.testing.assert_array_equal(fit_a.optimization.values, fit_b.optimization.values)
+    assert fit_a.objective == fit_b.objective
+    # one value per start: θ₀ and three draws θ₀ + restart_sd·N(0, I) from the seeded stream
+    search = fit_a.optimization
+    assert search.values.shape == (4,)
+    draws = kernel.theta + 1.0 * np.random.default_rng(7).standard_normal((3, kernel.theta.size))
+    np.testing.assert_allclose(search.starts[1:, 8:], draws, rtol=0, atol=1e-12)
+    # the best start is kept ...
+    assert search.value == np.max(search.values)
+    assert fit_a.objective >= search.value - 1e-12  # (ν polished by fixed-point steps never lowers Z')
+    # ... and every start run on its own reaches the value the restart recorded for it
+    singles = [optimize_lower_bound(kernel.with_theta(theta), X, t) for theta in (kernel.theta, *draws)]
+    np.testing.assert_allclose(search.values, [single.optimization.value for single in singles], rtol=0, atol=1e-7)
+    assert fit_a.objective == pytest.approx(max(single.objective for single in singles), abs=1e-7)
+    # the starts here do not all reach the same optimum, so "best" is a real choice
+    assert np.ptp(search.values) > 1e-3
+    # another seed draws other starts
+    other = optimize_lower_bound(kernel, X, t, n_restarts=3, rng=8)
+    assert not np.allclose(other.optimization.starts[1:], search.starts[1:])
+
+
+def test_newton_upper_bound_is_the_laplace_mode(rng, monkeypatch):
+    X, t, kernel = small_problem(rng, n=8)
+    K = kernel.K(X)
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return laplace_mode(*args, **kwargs)
+
+    monkeypatch.setattr(variational_bounds, "laplace_mode", spy)
+    newton = optimize_upper_bound(K, t, method="newton")
+    assert len(calls) == 1 and isinstance(calls[0]["likelihood"], LogisticLikelihood)
+    mode = laplace_mode(K, 2 * t - 1, **calls[0])
+    np.testing.assert_allclose(newton.bound.mu, expit(-(2 * t - 1) * mode.f), rtol=0, atol=1e-14)
+    assert newton.n_iterations == newton.n_evaluations == mode.n_iter
+    # converged: the dual is stationary to √tol = 1e-6 (the default tol is 1e-12)
+    assert newton.converged and mode.converged and mode.gradient_norm <= 1e-6
+    optimize_upper_bound(K, t, method="gradient")
+    assert len(calls) == 1  # the gradient route does not use it
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(variance=2.0, lengthscale=[0.8, 1.3], bias=0.3),
+        dict(variance=20.0, lengthscale=[0.5, 2.0]),
+        dict(variance=0.05, lengthscale=3.0, bias=1.0),
+    ],
+)
+def test_newton_and_gradient_upper_bounds_agree(rng, params):
+    X = rng.normal(size=(15, 2))
+    t = (X[:, 0] + 0.7 * rng.normal(size=15) > 0).astype(int)
+    K = SEKernel(**params).K(X)
+    newton = optimize_upper_bound(K, t, method="newton")
+    gradient = optimize_upper_bound(K, t, method="gradient")
+    assert newton.converged and gradient.converged
+    assert newton.bound.log_Z == pytest.approx(gradient.bound.log_Z, abs=1e-8)
+    np.testing.assert_allclose(newton.bound.mu, gradient.bound.mu, atol=1e-4)
+    # the minimum over μ is the Laplace objective Ψ at the mode (duality)
+    s = 2 * t - 1
+    f = K @ newton.bound.b
+    psi = np.sum(log_sigmoid(s * f)) - 0.5 * f @ np.linalg.solve(K, f)
+    assert newton.bound.log_Z == pytest.approx(psi, abs=1e-8)
+
+
+def test_newton_upper_bound_non_convergence_warns_once_in_its_own_words(rng):
+    X, t, kernel = small_problem(rng, n=8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = optimize_upper_bound(kernel.K(X), t, method="newton", max_iter=1)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert messages == ["minimising Z'' (newton) did not converge after 1 iterations"]
+    assert not fit.converged and fit.n_iterations == 1
+
+
+def test_parameters_not_learnt_are_never_moved_onto_the_box(rng):
+    X, t, _ = small_problem(rng, n=8)
+    kernel = SEKernel(
+        variance=2.0, lengthscale=[0.8, 1.3], bias=1e-10, jitter=1e-10, learn_bias=True, learn_jitter=True
+    )
+    assert kernel.theta[-2] < -20.0 and kernel.theta[-1] < -20.0  # outside theta_box
+    untouched = optimize_lower_bound(kernel, X, t, optimize_theta=False)
+    np.testing.assert_array_equal(untouched.kernel.theta, kernel.theta)
+    for nu_update in ("gradient", "fixed_point"):
+        fit = optimize_lower_bound(kernel, X, t, nu_update=nu_update, fixed=("log_bias", "log_jitter"))
+        np.testing.assert_array_equal(fit.kernel.theta[-2:], kernel.theta[-2:])
+        assert fit.converged

@@ -1,20 +1,33 @@
 """Tests of gpc_ref.vb_probit: truncated-Gaussian moments, the VB iterations, the bound, predictions, kernel learning."""
+
 import warnings
 
 import numpy as np
 import pytest
 from scipy import integrate
-from scipy.special import log_ndtr, logsumexp
+from scipy.special import log_ndtr
+from scipy.special import logsumexp
 from scipy.stats import norm
 
+from gpc_ref import ConvergenceWarning
 from gpc_ref.exact import quadrature_posterior
 from gpc_ref.kernels import SEKernel
-from gpc_ref.likelihoods import MultinomialProbitLikelihood, ProbitLikelihood
-from gpc_ref.vb_probit import (ConvergenceWarning, check_class_codes, cone_mean_shift_monte_carlo,
-                               cone_truncated_mean, importance_sample_precisions, kernel_from_precisions,
-                               precisions_from_kernel, truncated_normal_mean, update_psi, vb_lower_bound,
-                               vb_predict_latent, vb_predict_proba, vb_probit_binary, vb_probit_learn_kernel,
-                               vb_probit_multiclass)
+from gpc_ref.likelihoods import MultinomialProbitLikelihood
+from gpc_ref.likelihoods import ProbitLikelihood
+from gpc_ref.validation import check_class_codes
+from gpc_ref.vb_probit import cone_mean_shift_monte_carlo
+from gpc_ref.vb_probit import cone_truncated_mean
+from gpc_ref.vb_probit import truncated_normal_mean
+from gpc_ref.vb_probit import vb_lower_bound
+from gpc_ref.vb_probit import vb_predict_latent
+from gpc_ref.vb_probit import vb_predict_proba
+from gpc_ref.vb_probit import vb_probit_binary
+from gpc_ref.vb_probit import vb_probit_multiclass
+from gpc_ref.vb_probit_learning import importance_sample_precisions
+from gpc_ref.vb_probit_learning import kernel_from_precisions
+from gpc_ref.vb_probit_learning import precisions_from_kernel
+from gpc_ref.vb_probit_learning import update_psi
+from gpc_ref.vb_probit_learning import vb_probit_learn_kernel
 
 
 def _toy(n=25, seed=0, n_classes=3):
@@ -53,16 +66,20 @@ def _cone_reference(t, m):
 @pytest.mark.parametrize("m, t", [(0.3, 1), (0.3, -1), (-4.0, 1), (6.0, -1), (-30.0, 1), (25.0, -1)])
 def test_binary_truncated_mean_matches_integration(m, t):
     lo, hi = (0.0, np.inf) if t > 0 else (-np.inf, 0.0)
-    Z = integrate.quad(lambda y: np.exp(norm.logpdf(y - m) - log_ndtr(t * m)), lo, hi, epsabs=0, epsrel=1e-12,
-                       limit=200)[0]
-    mean = integrate.quad(lambda y: y * np.exp(norm.logpdf(y - m) - log_ndtr(t * m)), lo, hi, epsabs=0,
-                          epsrel=1e-12, limit=200)[0]
+    Z = integrate.quad(
+        lambda y: np.exp(norm.logpdf(y - m) - log_ndtr(t * m)), lo, hi, epsabs=0, epsrel=1e-12, limit=200
+    )[0]
+    mean = integrate.quad(
+        lambda y: y * np.exp(norm.logpdf(y - m) - log_ndtr(t * m)), lo, hi, epsabs=0, epsrel=1e-12, limit=200
+    )[0]
     assert Z == pytest.approx(1.0, rel=1e-8)
     assert truncated_normal_mean(np.array([m]), np.array([t]))[0] == pytest.approx(mean, rel=1e-7, abs=1e-10)
 
 
-@pytest.mark.parametrize("row, t", [([0.3, -0.5, 1.2], 0), ([2.0, 0.0, -1.0, 0.4], 1), ([-1.0, 3.0, 0.5], 0),
-                                    ([-4.0, 2.0, 1.5], 0), ([0.0, 0.0], 1)])
+@pytest.mark.parametrize(
+    "row, t",
+    [([0.3, -0.5, 1.2], 0), ([2.0, 0.0, -1.0, 0.4], 1), ([-1.0, 3.0, 0.5], 0), ([-4.0, 2.0, 1.5], 0), ([0.0, 0.0], 1)],
+)
 def test_cone_means_and_normaliser_match_integration(row, t):
     m = np.array(row)
     log_Z_ref, mean_ref = _cone_reference(t, m)
@@ -87,10 +104,12 @@ def test_monte_carlo_estimator_is_close_for_moderate_values_and_reproducible():
     M = rng.normal(scale=0.5, size=(10, 3))
     t = rng.integers(0, 3, 10)
     P_gh, log_Z_gh = MultinomialProbitLikelihood().cone_mean_shift(t, M)
-    P_mc, log_Z_mc = cone_mean_shift_monte_carlo(t, M, 1, n_samples=20_000)
+    P_mc, log_Z_mc = cone_mean_shift_monte_carlo(t, M, rng=1, n_samples=20_000)
     np.testing.assert_allclose(P_mc, P_gh, atol=0.03)
     np.testing.assert_allclose(log_Z_mc, log_Z_gh, atol=0.03)
-    np.testing.assert_array_equal(cone_mean_shift_monte_carlo(t, M, 1)[0], cone_mean_shift_monte_carlo(t, M, 1)[0])
+    np.testing.assert_array_equal(
+        cone_mean_shift_monte_carlo(t, M, rng=1)[0], cone_mean_shift_monte_carlo(t, M, rng=1)[0]
+    )
     np.testing.assert_allclose(P_mc.sum(axis=1), 0.0, atol=1e-12)  # eq 4.4
 
 
@@ -124,7 +143,7 @@ def test_binary_bound_is_below_exact_evidence():
     X = np.array([[0.0], [0.7], [2.0]])
     t = np.array([1, 1, -1])
     C = SEKernel(variance=2.0, lengthscale=1.0).K(X)
-    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), 60)
+    exact = quadrature_posterior(C, lambda f: ProbitLikelihood().log_p(np.broadcast_to(t, f.shape), f), n_nodes=60)
     r = vb_probit_binary(C, t, tol=1e-13)
     assert r.log_marginal_likelihood_bound < exact.log_evidence
 
@@ -192,9 +211,15 @@ def test_simplified_bound_equals_appendix_c_terms():
     _, log_det_C = np.linalg.slogdet(C)
     _, log_det_S = np.linalg.slogdet(Sigma)
     Cinv_Sigma = np.linalg.solve(C, Sigma)
-    dense = (n * K / 2 - 0.5 * K * np.trace(Sigma) - 0.5 * K * np.trace(Cinv_Sigma) - 0.5 * K * log_det_C
-             + 0.5 * K * log_det_S + np.sum(r.log_Z)
-             - 0.5 * sum(r.M[:, k] @ np.linalg.solve(C, r.M[:, k]) for k in range(K)))
+    dense = (
+        n * K / 2
+        - 0.5 * K * np.trace(Sigma)
+        - 0.5 * K * np.trace(Cinv_Sigma)
+        - 0.5 * K * log_det_C
+        + 0.5 * K * log_det_S
+        + np.sum(r.log_Z)
+        - 0.5 * sum(r.M[:, k] @ np.linalg.solve(C, r.M[:, k]) for k in range(K))
+    )
     assert vb_lower_bound(r.log_Z, r.alpha, r.M, r.factors) == pytest.approx(dense, abs=1e-6)
     assert r.lower_bound[-1] == pytest.approx(dense, abs=1e-6)
 
@@ -229,8 +254,7 @@ def test_two_class_multiclass_equals_binary_classifier():
     p_multi = vb_predict_proba(multi, kernel.K(X, X_new), kernel.diag(X_new))
     np.testing.assert_allclose(p_multi, p_binary, atol=1e-6)
     # the redundant direction m_1 + m_2 costs the K = 2 bound exactly ½ log|I + C|
-    assert multi.lower_bound[-1] - binary.lower_bound[-1] == pytest.approx(-0.5 * binary.factors[0].log_det,
-                                                                           abs=1e-6)
+    assert multi.lower_bound[-1] - binary.lower_bound[-1] == pytest.approx(-0.5 * binary.factors[0].log_det, abs=1e-6)
 
 
 def test_predictions_sum_to_one_and_latent_matches_dense_formula():
@@ -276,11 +300,14 @@ def test_importance_weights_match_a_dense_computation():
     log_w = []
     for phi in draws:
         C = kernel_from_precisions(kernel, phi).K(X)
-        log_w.append(sum(-0.5 * r.M[:, k] @ np.linalg.solve(C, r.M[:, k]) for k in range(3))
-                     - 1.5 * np.linalg.slogdet(C)[1] - 1.5 * np.trace(np.linalg.solve(C, Sigma)))
+        log_w.append(
+            sum(-0.5 * r.M[:, k] @ np.linalg.solve(C, r.M[:, k]) for k in range(3))
+            - 1.5 * np.linalg.slogdet(C)[1]
+            - 1.5 * np.trace(np.linalg.solve(C, Sigma))
+        )
     log_w = np.array(log_w)
     w = np.exp(log_w - logsumexp(log_w))
-    step = importance_sample_precisions(X, r.M, kernel, psi, 9, n_samples=25)
+    step = importance_sample_precisions(kernel, X, r.M, psi, rng=9, n_samples=25)
     np.testing.assert_allclose(step.phi_mean, w @ draws, rtol=1e-6)
     assert step.effective_sample_size == pytest.approx(1 / np.sum(w**2), rel=1e-6)
 
@@ -291,8 +318,8 @@ def test_importance_step_is_reproducible_and_sane():
     r = vb_probit_multiclass(kernel.K(X), t, tol=1e-8)
     psi = update_psi(precisions_from_kernel(kernel))
     for include_trace in (True, False):
-        a = importance_sample_precisions(X, r.M, kernel, psi, 7, n_samples=40, include_trace=include_trace)
-        b = importance_sample_precisions(X, r.M, kernel, psi, 7, n_samples=40, include_trace=include_trace)
+        a = importance_sample_precisions(kernel, X, r.M, psi, rng=7, n_samples=40, include_trace=include_trace)
+        b = importance_sample_precisions(kernel, X, r.M, psi, rng=7, n_samples=40, include_trace=include_trace)
         np.testing.assert_array_equal(a.phi_mean, b.phi_mean)
         assert np.all(a.phi_mean > 0) and 1.0 <= a.effective_sample_size <= 40.0 + 1e-9
 
@@ -303,18 +330,25 @@ def test_kernel_learning_runs_reproducibly_and_records_its_history():
     X = rng.normal(size=(40, 2))
     t = np.digitize(X[:, 0], [-0.5, 0.5])
     kernel = SEKernel(lengthscale=np.full(2, 1 / np.sqrt(2)))
-    learning = vb_probit_learn_kernel(X, t, kernel, 3, n_iter=4, n_importance_samples=30)
+    learning = vb_probit_learn_kernel(kernel, X, t, rng=3, n_iter=4, n_importance_samples=30)
     assert learning.phi_history.shape == (5, 1, 2) and np.all(learning.phi_history > 0)
     np.testing.assert_allclose(learning.phi_history[0, 0], [1.0, 1.0])
     assert learning.alpha_history.shape == (4, 40, 3) and learning.effective_sample_size.shape == (4, 1)
     np.testing.assert_allclose(precisions_from_kernel(learning.kernels[0]), learning.phi_history[-1, 0])
-    again = vb_probit_learn_kernel(X, t, kernel, 3, n_iter=4, n_importance_samples=30)
+    again = vb_probit_learn_kernel(kernel, X, t, rng=3, n_iter=4, n_importance_samples=30)
     np.testing.assert_array_equal(again.phi_history, learning.phi_history)
     # per-class kernels learn one φ per class; the binary model one GP
-    per_class = vb_probit_learn_kernel(X, t, [kernel] * 3, 3, n_iter=2, n_importance_samples=10)
+    per_class = vb_probit_learn_kernel([kernel] * 3, X, t, rng=3, n_iter=2, n_importance_samples=10)
     assert per_class.phi_history.shape == (3, 3, 2) and len(per_class.kernels) == 3
-    binary = vb_probit_learn_kernel(X, np.where(t == 2, 1, -1), SEKernel(lengthscale=[1.0, 1.0]), 3, n_iter=2,
-                                    n_importance_samples=10, binary=True)
+    binary = vb_probit_learn_kernel(
+        SEKernel(lengthscale=[1.0, 1.0]),
+        X,
+        np.where(t == 2, 1, -1),
+        rng=3,
+        n_iter=2,
+        n_importance_samples=10,
+        binary=True,
+    )
     assert binary.alpha_history.shape == (2, 40, 1)
     # with a fixed kernel (no importance steps) the first bound equals the plain VB's first bound
     plain = vb_probit_multiclass(kernel.K(X), t, max_iter=2, warn=False)
@@ -337,7 +371,7 @@ def test_bad_labels_give_clear_errors():
         vb_probit_binary(C, t)
     with pytest.raises(ValueError, match="symmetric"):
         vb_probit_multiclass(C + np.triu(np.ones_like(C), 1), t)
-    with pytest.raises(ValueError, match="matrix per class"):
+    with pytest.raises(ValueError, match=r"one matrix or one per class \(3\)"):
         vb_probit_multiclass(np.stack([C, C]), t, n_classes=3)
     with pytest.raises(ValueError, match="n_classes"):
         check_class_codes(np.zeros(3), 3, 1)
@@ -348,11 +382,36 @@ def test_hard_inputs_stay_finite():
     X, t = _toy(20)
     X = np.vstack([X, X[:3]])
     t = np.concatenate([t, t[:3]])
-    for kernel in (SEKernel(variance=1e6, lengthscale=1.0, jitter=1e-6), SEKernel(lengthscale=1e-3),
-                   SEKernel(lengthscale=1e3, jitter=1e-6)):
+    for kernel in (
+        SEKernel(variance=1e6, lengthscale=1.0, jitter=1e-6),
+        SEKernel(lengthscale=1e-3),
+        SEKernel(lengthscale=1e3, jitter=1e-6),
+    ):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             r = vb_probit_multiclass(kernel.K(X), t, max_iter=300)
         p = vb_predict_proba(r, kernel.K(X, X[:5]), kernel.diag(X[:5]))
         assert np.all(np.isfinite(r.lower_bound)) and np.all(np.isfinite(p))
         assert np.all(np.diff(r.lower_bound) >= -1e-6 * np.abs(r.lower_bound[1:]))
+
+
+def test_rng_and_options_are_keyword_only():
+    X, t = _toy(12)
+    kernel = SEKernel()
+    C = kernel.K(X)
+    M = np.zeros((12, 3))
+    with pytest.raises(TypeError):
+        vb_probit_learn_kernel(kernel, X, t, 3)
+    with pytest.raises(TypeError):
+        importance_sample_precisions(kernel, X, M, np.ones(1), 3)
+    with pytest.raises(ValueError, match="n_samples"):
+        importance_sample_precisions(kernel, X, M, np.ones(1), rng=3, n_samples=0)
+    with pytest.raises(TypeError):
+        cone_mean_shift_monte_carlo(t, M, 3)
+    with pytest.raises(TypeError):
+        vb_probit_multiclass(C, t, 3)
+    # check_class_codes (now in gpc_ref.validation) can accept a class without examples when asked
+    codes, n_classes = check_class_codes(np.array([0, 0, 2]), 3, 4, require_all=False)
+    assert n_classes == 4 and codes.tolist() == [0, 0, 2]
+    with pytest.raises(ValueError, match="no examples"):
+        check_class_codes(np.array([0, 0, 2]), 3, 4)

@@ -1,0 +1,407 @@
+"""VBProbitGPC, GibbsProbitGPC, SparseIVM: Girolami & Rogers' multinomial probit methods, as estimators."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..kernels import SEKernel
+from ..kernels import class_kernels
+from ..validation import check_bool
+from ..validation import check_choice
+from ..validation import check_positive_int
+from .base import GPCBase
+from .base import mixture_moments
+
+__all__ = ["VBProbitGPC", "GibbsProbitGPC", "SparseIVM"]
+
+
+def _probit_labels(codes, n_classes, two_class):
+    """(labels for the core functions, binary?) from codes 0..C−1; binary labels are ±1 (+1 ↔ classes_[1])."""
+    check_choice(two_class, "two_class", ("binary", "multiclass"))
+    if n_classes == 2 and two_class == "binary":
+        return np.where(codes == 1, 1.0, -1.0), True
+    return codes, False
+
+
+def _probit_covariances(kernels, X, X_test=None):
+    """Training covariances, or cross covariances and prior variances: stacked per class, or one shared."""
+    if not isinstance(kernels, (list, tuple)):
+        return kernels.K(X) if X_test is None else (kernels.K(X, X_test), kernels.diag(X_test))
+    if X_test is None:
+        return np.stack([k.K(X) for k in kernels])
+    return np.stack([k.K(X, X_test) for k in kernels]), np.stack([k.diag(X_test) for k in kernels])
+
+
+def _probit_kernels(kernel, n_columns):
+    """The kernel unchanged, after checking that a list holds one kernel per GP column."""
+    class_kernels(kernel, n_columns)  # raises naming the expected number
+    return kernel
+
+
+def _learn_probit_kernel(estimator, kernel, X, t, binary, n_classes, rng, method="importance_sampling"):
+    """The learnt kernel(s) and the learning record, by G&R's importance sampling (§4.4) or by maximising the bound."""
+    from ..likelihoods import MultinomialProbitLikelihood
+    from ..vb_probit_learning import vb_probit_learn_kernel
+    from ..vb_probit_learning import vb_probit_maximize_bound
+
+    likelihood = MultinomialProbitLikelihood(estimator.n_nodes)
+    common = {"rng": rng, "n_classes": None if binary else n_classes, "binary": binary, "likelihood": likelihood,
+              "progress": estimator.progress}  # fmt: skip
+    if method == "bound":
+        fit = vb_probit_maximize_bound(kernel, X, t, **common, **(estimator.learning_options or {}))
+        return (list(fit.kernel) if isinstance(fit.kernel, tuple) else fit.kernel), fit
+    options = {"n_iter": 50, "n_importance_samples": 500, **(estimator.learning_options or {})}
+    learning = vb_probit_learn_kernel(kernel, X, t, **common, **options)
+    return (learning.kernels[0] if len(learning.kernels) == 1 else list(learning.kernels)), learning
+
+
+class VBProbitGPC(GPCBase):
+    r"""Girolami & Rogers' variational Bayes multinomial probit GP classifier (binary or C classes).
+
+    ``fit`` iterates the Q(M)/Q(Y) updates of G&R eqs 4.6 (C classes) or 4.9 (binary, one GP) to
+    convergence of the lower bound (:func:`gpc_ref.vb_probit.vb_probit_multiclass`,
+    :func:`~gpc_ref.vb_probit.vb_probit_binary`). With ``optimize`` it first learns the kernel, by one of:
+
+    - ``method="bound"`` (default): maximise the lower bound at the VB fixed point over every kernel
+      log-parameter by L-BFGS-B with the exact gradient, stopping on the gradient
+      (:func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound`). Deterministic; on a 200-point,
+      3-class set it took a fifth of the time of the importance sampler (``benchmarks/vb_probit.py``).
+    - ``method="importance_sampling"``: G&R's §4.4, the precisions' posterior means by importance
+      sampling with the Exp/Gamma hierarchy (eqs 4.5, 4.7, 4.8;
+      :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`), a fixed number of iterations, the
+      signal variance kept. What the paper ran.
+
+    then fixes the kernel and converges. ``predict_proba`` is §4.5 / Appendix B.
+
+    Parameters
+    ----------
+    kernel : SEKernel, list of SEKernel, or None
+        Shared kernel (a unit SE kernel if None) or one per class. G&R's
+        :math:`\exp(-\sum_d\varphi_d(x_d - x'_d)^2)` is ``SEKernel(lengthscale=1/sqrt(2 phi))``.
+    optimize : bool
+        Learn the kernel first (see ``method``), or keep ``kernel``.
+    rng : int or numpy.random.Generator
+        Seeds the importance sampler, or the bound's random restarts.
+    progress : bool
+    method : {"bound", "importance_sampling"}
+        How the kernel is learnt.
+    learning_options : dict or None
+        Keyword arguments for the learner: for ``"bound"``, those of
+        :func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound` (``fixed``, ``n_restarts``, ``max_iter``,
+        ``tol``, ``vb_tol``, ``vb_max_iter``); for ``"importance_sampling"``, those of
+        :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel` (``n_iter``, ``n_importance_samples``,
+        ``prior_shape``, ``prior_rate``, ``include_trace``; the paper: 50 iterations of 500 samples).
+    max_iter, tol : int, float
+        Limits of the fixed-kernel iterations (stop when the bound rises by less than
+        tol·max(1, |bound|) and the fixed-point residual is below √tol).
+    accelerate : bool
+        SQUAREM extrapolation of the fixed-kernel iterations (same fixed point, far fewer iterations
+        when the kernel variance is large and the plain map contracts slowly).
+    n_nodes : int
+        Gauss–Hermite nodes for the expectations over u.
+    two_class : {"binary", "multiclass"}
+        With two classes, the one-GP binary model (§4.4.1) or two GPs.
+
+    Attributes
+    ----------
+    classes_, kernel_
+    log_marginal_likelihood_ : float
+        The variational lower bound on log p(t | X, kernel_) (G&R Appendix C, corrected).
+    posterior_ : VBResult
+    hyperparameter_fit_ : BoundFit, KernelLearning or None
+    lower_bound_ : ndarray
+        The bound at every iteration: the learning phase (each value conditioned on that
+        iteration's kernel; for ``"bound"``, at every evaluation of the search, NaN where VB failed)
+        followed by the fixed-kernel iterations.
+    n_iter_ : int
+        Iterations of the fixed-kernel Q(M)/Q(Y) updates.
+    """
+
+    def __init__(
+        self, kernel: SEKernel | Sequence[SEKernel] | None = None, optimize: bool = True,
+        rng: int | np.random.Generator = 0, progress: bool = False, *, method: str = "bound",
+        learning_options: dict | None = None, max_iter: int = 1000, tol: float = 1e-9, accelerate: bool = True,
+        n_nodes: int = 48, two_class: str = "binary",
+    ) -> None:  # fmt: skip
+        self._store_params(locals())
+
+    def _fit(self, X, codes, kernel, rng):
+        from ..likelihoods import MultinomialProbitLikelihood
+        from ..vb_probit import vb_probit_binary
+        from ..vb_probit import vb_probit_multiclass
+
+        check_choice(self.method, "method", ("bound", "importance_sampling"))
+        n_classes = len(self.classes_)
+        t, binary = _probit_labels(codes, n_classes, self.two_class)
+        kernel = _probit_kernels(kernel, 1 if binary else n_classes)
+        likelihood = MultinomialProbitLikelihood(self.n_nodes)
+        self.hyperparameter_fit_ = None
+        history = []
+        if self.optimize:
+            kernel, learning = _learn_probit_kernel(self, kernel, X, t, binary, n_classes, rng, self.method)
+            self.hyperparameter_fit_ = learning
+            history.append(learning.trace[:, 0] if self.method == "bound" else learning.lower_bound)
+        K = _probit_covariances(kernel, X)
+        if binary:
+            self.posterior_ = vb_probit_binary(K, t, max_iter=self.max_iter, tol=self.tol, accelerate=self.accelerate)
+        else:
+            self.posterior_ = vb_probit_multiclass(
+                K,
+                t,
+                n_classes=n_classes,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                likelihood=likelihood,
+                accelerate=self.accelerate,
+            )
+        history.append(self.posterior_.lower_bound)
+        self.kernel_ = kernel
+        self.lower_bound_ = np.concatenate(history)
+        self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood_bound
+        self.n_iter_ = self.posterior_.n_iter
+
+    def _predict_latent(self, X):
+        """Binary model: mean and variance (m,); C GPs: means (m, C) and diagonal covariances (m, C, C)."""
+        from ..vb_probit import vb_predict_latent
+
+        mean, var = vb_predict_latent(self.posterior_, *_probit_covariances(self.kernel_, self.X_train_, X))
+        if self.posterior_.binary:
+            return mean[:, 0], var[:, 0]
+        return mean, var[:, :, None] * np.eye(var.shape[1])
+
+    def _predict_proba(self, X):
+        """(m, C) class probabilities in ``classes_`` order (G&R §4.5, Appendix B)."""
+        from ..likelihoods import MultinomialProbitLikelihood
+        from ..vb_probit import vb_predict_proba
+
+        cross, diag = _probit_covariances(self.kernel_, self.X_train_, X)
+        return vb_predict_proba(self.posterior_, cross, diag, likelihood=MultinomialProbitLikelihood(self.n_nodes))
+
+
+class GibbsProbitGPC(GPCBase):
+    r"""Albert & Chib's Gibbs sampler for binary and multinomial probit GP classification (G&R Appendix D).
+
+    ``fit`` runs :func:`gpc_ref.gibbs.gibbs_probit_multiclass` (or
+    :func:`~gpc_ref.gibbs.gibbs_probit_binary` for two classes with ``two_class="binary"``);
+    ``predict_proba`` averages the predictive distribution over the retained samples
+    (Rao–Blackwellised, :func:`~gpc_ref.gibbs.gibbs_predict_proba`). The sampler does not learn the
+    kernel; with ``optimize`` it is first learnt as G&R did for Table 1, by VB with importance-sampled
+    precisions (:func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`).
+
+    Parameters
+    ----------
+    kernel : SEKernel, list of SEKernel, or None
+    optimize : bool
+        Learn the kernel by VB importance sampling first, or keep ``kernel``.
+    rng : int or numpy.random.Generator
+    progress : bool
+        Show a progress bar while sampling.
+    learning_options : dict or None
+        For G&R's importance-sampling kernel learning, as the paper did
+        (:func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`).
+    n_samples, burn_in, thin : int
+        Retained samples, discarded iterations, and thinning (the paper: 1000 after 2000).
+    n_predictive_samples : int or None
+        Use this many retained samples (evenly spaced) for predictions; all if None.
+    n_evidence_samples : int
+        Prior draws for the evidence estimate.
+    two_class : {"binary", "multiclass"}
+    n_nodes : int
+        Gauss–Hermite nodes for the predictive expectations over u.
+
+    Attributes
+    ----------
+    classes_, kernel_
+    log_marginal_likelihood_ : float
+        G&R's Monte Carlo estimate of the log evidence: the log of the average likelihood over
+        ``n_evidence_samples`` prior draws (:func:`~gpc_ref.gibbs.prior_sampling_log_evidence`);
+        unbiased for the evidence but biased low on the log scale, with a large variance beyond a
+        handful of points.
+    posterior_ : GibbsSamples
+    hyperparameter_fit_ : KernelLearning or None
+    effective_sample_size_ : float
+        Of the retained log-likelihood trace.
+    """
+
+    def __init__(
+        self, kernel: SEKernel | Sequence[SEKernel] | None = None, optimize: bool = False,
+        rng: int | np.random.Generator = 0, progress: bool = False, *, learning_options: dict | None = None,
+        n_samples: int = 1000, burn_in: int = 2000, thin: int = 1, n_predictive_samples: int | None = None,
+        n_evidence_samples: int = 1000, two_class: str = "binary", n_nodes: int = 48,
+    ) -> None:  # fmt: skip
+        self._store_params(locals())
+
+    def _fit(self, X, codes, kernel, rng):
+        from ..gibbs import gibbs_probit_binary
+        from ..gibbs import gibbs_probit_multiclass
+        from ..gibbs import prior_sampling_log_evidence
+
+        n_classes = len(self.classes_)
+        t, binary = _probit_labels(codes, n_classes, self.two_class)
+        kernel = _probit_kernels(kernel, 1 if binary else n_classes)
+        self.hyperparameter_fit_ = None
+        if self.optimize:
+            kernel, self.hyperparameter_fit_ = _learn_probit_kernel(self, kernel, X, t, binary, n_classes, rng)
+        K = _probit_covariances(kernel, X)
+        options = {
+            "rng": rng,
+            "n_samples": self.n_samples,
+            "burn_in": self.burn_in,
+            "thin": self.thin,
+            "progress": self.progress,
+        }
+        if binary:
+            self.posterior_ = gibbs_probit_binary(K, t, **options)
+        else:
+            self.posterior_ = gibbs_probit_multiclass(K, t, n_classes=n_classes, **options)
+        self.kernel_ = kernel
+        self.effective_sample_size_ = self.posterior_.effective_sample_size
+        estimate = prior_sampling_log_evidence(
+            K,
+            t,
+            rng=rng,
+            n_samples=check_positive_int(self.n_evidence_samples, "n_evidence_samples"),
+            binary=binary,
+            n_classes=None if binary else n_classes,
+        )
+        self.log_marginal_likelihood_ = estimate.log_evidence
+
+    def _predict_latent(self, X):
+        """Mixture moments over the samples: binary mean and variance (m,); C GPs: means (m, C), cov (m, C, C)."""
+        from ..gibbs import gibbs_predict_latent
+
+        means, var = gibbs_predict_latent(self.posterior_, *_probit_covariances(self.kernel_, self.X_train_, X))
+        if self.n_predictive_samples is not None and self.n_predictive_samples < means.shape[0]:
+            # the same evenly spaced samples as predict_proba (gibbs_predict_proba's max_samples)
+            means = means[np.linspace(0, means.shape[0] - 1, int(self.n_predictive_samples)).round().astype(int)]
+        mean, cov = mixture_moments(means, var)
+        if self.posterior_.binary:
+            return mean[:, 0], cov[:, 0, 0]
+        return mean, cov
+
+    def _predict_proba(self, X):
+        """(m, C) Monte Carlo predictive probabilities in ``classes_`` order (G&R Appendix D)."""
+        from ..gibbs import gibbs_predict_proba
+        from ..likelihoods import MultinomialProbitLikelihood
+
+        cross, diag = _probit_covariances(self.kernel_, self.X_train_, X)
+        return gibbs_predict_proba(
+            self.posterior_,
+            cross,
+            diag,
+            likelihood=MultinomialProbitLikelihood(self.n_nodes),
+            max_samples=self.n_predictive_samples,
+        )
+
+
+# ===================================================================== Sparse IVM (Girolami & Rogers §5)
+class SparseIVM(GPCBase):
+    r"""Girolami & Rogers' sparse multi-class GP classifier: the IVM by assumed density filtering.
+
+    ``fit`` includes ``n_active`` training points one at a time, updating the C posteriors
+    Q(m_c) by G&R eqs 5.1–5.4 with the truncated-Gaussian targets of eqs 4.3–4.4
+    (:func:`gpc_ref.ivm.ivm_fit`); memory O(C S n), time O(C n S²), and no n × n matrix.
+    ``predict_proba`` uses only the active set (G&R §4.5, eq 5.5). With ``optimize`` the kernel is
+    learnt as G&R did (§6.3: "φ from the VB fit"), by VB with importance-sampled precisions on the
+    points a first IVM pass selected, and the IVM is then refitted with it.
+
+    Parameters
+    ----------
+    kernel : SEKernel, sequence of SEKernel, or None
+        One kernel shared by every class (a unit SE kernel if None) or one per class.
+    optimize : bool
+        Learn the kernel (see above) or keep ``kernel``.
+    rng : int or numpy.random.Generator
+        Seeds the first point, random selection and the kernel learning.
+    progress : bool
+    n_active : int
+        Number of points S to include (at most the number of training points; with fewer points
+        all are included, in one ADF pass, which is not the VB fixed point of G&R §4).
+    selection : {"predictive", "entropy", "random"}
+        Smallest predictive probability of the true class (G&R eq 5.5), largest entropy reduction
+        (Lawrence et al. 2003), or uniformly at random.
+    learning_options : dict or None
+        For G&R's importance-sampling kernel learning, as the paper did
+        (:func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`).
+    n_nodes : int
+        Gauss–Hermite nodes for eqs 4.3–4.5.
+    screen : bool
+        Rank the candidates of the predictive rule by the product of pairwise probabilities (a
+        lower bound on eq 5.5) and score only a shortlist by quadrature
+        (:func:`gpc_ref.ivm.select_predictive`).
+
+    Attributes
+    ----------
+    classes_, kernel_
+    active_set_ : ndarray (S,)
+        Indices (into the training data) of the included points, in inclusion order.
+    log_marginal_likelihood_ : float
+        The sequential (prequential) estimate of the log evidence of the active set's labels,
+        :math:`\sum_l \log P(t_{n_l} \mid \text{points included before } n_l)` (eq 5.5 at each
+        inclusion). It covers S labels, not all n, so it is not comparable with the other
+        estimators' evidences.
+    posterior_ : IVMFit
+    hyperparameter_fit_ : KernelLearning or None
+    """
+
+    def __init__(
+        self, kernel: SEKernel | Sequence[SEKernel] | None = None, optimize: bool = False,
+        rng: int | np.random.Generator = 0, progress: bool = False, *, n_active: int = 50,
+        selection: str = "predictive", learning_options: dict | None = None, n_nodes: int = 48, screen: bool = True,
+    ) -> None:  # fmt: skip
+        self._store_params(locals())
+
+    def _ivm(self, kernel, X, codes, rng):
+        from ..ivm import ivm_fit
+        from ..likelihoods import MultinomialProbitLikelihood
+
+        return ivm_fit(
+            kernel,
+            X,
+            codes,
+            n_active=min(self.n_active, X.shape[0]),
+            selection=self.selection,
+            rng=rng,
+            n_classes=len(self.classes_),
+            likelihood=MultinomialProbitLikelihood(self.n_nodes),
+            screen=check_bool(self.screen, "screen"),
+            progress=self.progress,
+        )
+
+    def _fit(self, X, codes, kernel, rng):
+        check_positive_int(self.n_active, "n_active")
+        kernel = _probit_kernels(kernel, len(self.classes_))
+        self.hyperparameter_fit_ = None
+        if self.optimize:
+            first = self._ivm(kernel, X, codes, rng)
+            active = first.active_set
+            missing = np.setdiff1d(np.arange(len(self.classes_)), codes[active])
+            if missing.size:
+                raise ValueError(
+                    f"optimize=True learns the kernel on the points a first IVM pass includes, and its {active.size} "
+                    f"points hold no example of class(es) {self.classes_[missing].tolist()}; raise n_active"
+                )
+            # G&R §6.3: the kernel from the VB fit, here on the points the first pass selected
+            kernel, self.hyperparameter_fit_ = _learn_probit_kernel(
+                self, kernel, X[active], codes[active], False, len(self.classes_), rng
+            )
+        self.posterior_ = self._ivm(kernel, X, codes, rng)
+        self.kernel_ = kernel
+        self.active_set_ = self.posterior_.active_set
+        self.log_marginal_likelihood_ = float(np.sum(self.posterior_.log_target_probability))
+
+    def _predict_latent(self, X):
+        """Means (m, C) and diagonal covariances (m, C, C) of the C latent functions, from the active set."""
+        from ..ivm import ivm_predict
+
+        mean, var = ivm_predict(self.posterior_, X)
+        return mean, var[:, :, None] * np.eye(var.shape[1])
+
+    def _predict_proba(self, X):
+        """(m, C) class probabilities, columns in ``classes_`` order (G&R §4.5, eq 5.5)."""
+        from ..ivm import ivm_predict
+        from ..likelihoods import MultinomialProbitLikelihood
+
+        return MultinomialProbitLikelihood(self.n_nodes).predict(*ivm_predict(self.posterior_, X))

@@ -1,0 +1,610 @@
+r"""Learning the hyperparameters of EP classification: the EM-EP algorithm of Kim & Ghahramani, and
+direct maximisation of the EP evidence.
+
+EM-EP (K&G §4, Appendix A) alternates an E-step, EP at the current hyperparameters
+(:func:`gpc_ref.ep.expectation_propagation`), with an M-step that maximises K&G's variational lower
+bound :math:`\mathcal F` over the kernel's log-parameters with :math:`q` fixed (eqs 13–17) and updates the
+labelling-error rate :math:`\epsilon` (eq 18). At a fixed point of EM the gradient of the EP evidence
+vanishes (K&G eq 14 equals GPML eq 5.27 at :math:`q = q_{EP}`), so EM and direct maximisation of
+:math:`\log Z_{EP}` by its gradient look for the same points.
+
+Notation as in :mod:`gpc_ref.ep`, plus:
+
+- :math:`\mathcal F` ← ``F``: K&G's variational lower bound (eqs 13, 15); :math:`\mathcal F_{\Theta_{cov}}` ←
+  ``F_cov``, its prior term and the M-step objective (eq 16); :math:`\mathcal F_\epsilon` ← ``F_epsilon``.
+- :math:`\Theta_{cov}` ← ``kernel.theta``: the kernel's log-parameters.
+
+References
+----------
+- [KG03] Kim & Ghahramani (2003), §4 and Appendix A (eqs 13–18).
+- [GPML] Rasmussen & Williams (2006), eq 5.27 (the EP evidence gradient), §5.4 (ML-II).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import expit
+from scipy.special import log_ndtr
+from scipy.special import ndtr
+
+from .ep import EPResult
+from .ep import ep_epsilon_gradient
+from .ep import ep_evidence_gradient
+from .ep import expectation_propagation_with_fallback
+from .ep import site_likelihood
+from .gaussian_integrals import gauss_hermite_expectation
+from .hyperparameters import HyperparameterFit
+from .hyperparameters import free_mask
+from .hyperparameters import maximize
+from .hyperparameters import theta_box
+from .kernels import SEKernel
+from .likelihoods import LabelNoiseLikelihood
+from .likelihoods import ProbitLikelihood
+from .linalg import JitterWarning
+from .linalg import cholesky
+from .progress import with_progress
+from .validation import ConvergenceWarning
+from .validation import check_binary_labels
+from .validation import check_choice
+from .validation import check_kernel
+from .validation import check_matrix
+from .validation import check_positive_int
+
+__all__ = [
+    "HISTORY_COLUMNS",
+    "VariationalBound",
+    "EMEPResult",
+    "EvidenceFitResult",
+    "variational_bound",
+    "m_step_objective",
+    "epsilon_from_errors",
+    "epsilon_from_expected_errors",
+    "em_ep",
+    "maximize_ep_evidence",
+]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+# ===================================================================== the variational bound and EM-EP
+@dataclass(frozen=True)
+class VariationalBound:
+    r"""K&G's bound :math:`\mathcal F = \mathcal F_\epsilon + \mathcal F_{\Theta_{cov}} + H(q) \le \log p(\mathbf y|\Theta)` (eq 15)."""
+
+    F: float
+    F_epsilon: float
+    F_cov: float
+    entropy: float
+
+
+def m_step_objective(
+    theta: ArrayLike, kernel: SEKernel, X: ArrayLike, mu: np.ndarray, Sigma: np.ndarray
+) -> tuple[float, np.ndarray]:
+    r""":math:`\mathcal F_{\Theta_{cov}}` (K&G eq 16) and its gradient (eq 17) for fixed :math:`q = N(\boldsymbol\mu, \Sigma)`.
+
+    .. math:: \mathcal F_{\Theta_{cov}} = E_q[\log N(\mathbf f|0, C_\theta)]
+              = -\tfrac12\log|2\pi C| - \tfrac12\boldsymbol\mu^TC^{-1}\boldsymbol\mu - \tfrac12\operatorname{tr}(C^{-1}\Sigma),
+
+    .. math:: \frac{\partial\mathcal F_{\Theta_{cov}}}{\partial\theta_j} = \tfrac12\operatorname{tr}\Bigl(
+              \bigl(C^{-1}(\Sigma + \boldsymbol\mu\boldsymbol\mu^T)C^{-1} - C^{-1}\bigr)\frac{\partial C}{\partial\theta_j}\Bigr).
+
+    :math:`C` is factorised once; the matrix of the traces,
+    :math:`C^{-1}(\Sigma + \boldsymbol\mu\boldsymbol\mu^T - C)C^{-1}`, comes from two Cholesky solves
+    (no inverse is formed). Raises ``numpy.linalg.LinAlgError`` if :math:`C_\theta` is not
+    numerically positive definite (the optimiser then rejects the step).
+
+    Parameters
+    ----------
+    theta : array (P,)
+        The kernel's log-parameters at which to evaluate.
+    kernel : SEKernel
+        Supplies the structure (which parameters).
+    X : ndarray (n, D)
+        Training inputs.
+    mu, Sigma : ndarrays (n,), (n, n)
+        Mean and covariance of the fixed :math:`q(\mathbf f)` (from the E-step).
+
+    Returns
+    -------
+    value : float
+    gradient : ndarray (P,)
+    """
+    k = kernel.with_theta(theta)
+    C = k.K(X)
+    n = C.shape[0]
+    with warnings.catch_warnings():
+        # an escalated jitter would change the model: treat it as "not positive definite"
+        warnings.simplefilter("error", JitterWarning)
+        try:
+            factor = cholesky(C, name="C")
+        except JitterWarning as exc:
+            raise np.linalg.LinAlgError(str(exc)) from None
+    # E_q[f fᵀ] = Σ + μμᵀ; P = C⁻¹ (Σ + μμᵀ) by one solve
+    P = factor.solve(Sigma + np.outer(mu, mu))
+    # K&G eq 16: −½ log|2πC| − ½ μᵀC⁻¹μ − ½ tr(C⁻¹Σ) = −½ log|2πC| − ½ tr(C⁻¹(Σ + μμᵀ))
+    value = -0.5 * (n * _LOG_2PI + factor.log_det) - 0.5 * np.trace(P)
+    # K&G eq 17: ½ tr((C⁻¹(Σ + μμᵀ)C⁻¹ − C⁻¹) ∂C/∂θ_j), with Q = C⁻¹ (P − I)ᵀ = C⁻¹(Σ + μμᵀ − C)C⁻¹
+    Q = factor.solve((P - np.eye(n)).T)
+    gradient = 0.5 * k.gradient_traces(X, 0.5 * (Q + Q.T))
+    return float(value), gradient
+
+
+def _expected_log_likelihood(y, mu, var, epsilon, latent_noise):
+    r""":math:`\sum_i E_{q(f_i)}[\log p(y_i|f_i)]` (K&G's :math:`\mathcal F_\epsilon`, eq 15).
+
+    For the step (:math:`s = 0`) it is exact: :math:`P_i\log(1-\epsilon) + (1-P_i)\log\epsilon` with
+    :math:`P_i = \Phi(y_i\mu_i/\sigma_i)`, which is :math:`-\infty` when :math:`\epsilon = 0`.
+    For :math:`s > 0` it is computed by Gauss–Hermite quadrature.
+    """
+    if latent_noise == 0.0:
+        log_correct = log_ndtr(y * mu / np.sqrt(var))
+        log_wrong = log_ndtr(-y * mu / np.sqrt(var))
+        if epsilon == 0.0:
+            return -np.inf
+        return float(np.sum(np.exp(log_correct) * np.log1p(-epsilon) + np.exp(log_wrong) * np.log(epsilon)))
+    likelihood = LabelNoiseLikelihood(epsilon, latent_noise)
+    expected = gauss_hermite_expectation(
+        lambda f: likelihood.log_p(np.broadcast_to(y[:, None], f.shape), f), mu, var, n_points=64
+    )
+    return float(np.sum(expected))
+
+
+def variational_bound(result: EPResult, kernel: SEKernel, X: ArrayLike, y: ArrayLike) -> VariationalBound:
+    r"""The lower bound :math:`\mathcal F` of K&G eq 13/15 at :math:`q = q_{EP}` and the kernel's parameters.
+
+    :math:`\mathcal F = E_q[\log p(\mathbf y|\mathbf f,\epsilon)] + E_q[\log p(\mathbf f|\Theta_{cov})] + H(q)`,
+    with :math:`H(q) = \tfrac12\log|2\pi e\Sigma|` and :math:`\log|\Sigma| = \log|C| - \log|I + \tilde TC|`.
+    By Jensen's inequality :math:`\mathcal F \le \log p(\mathbf y|\Theta)` for any :math:`q`.
+
+    Parameters
+    ----------
+    result : EPResult
+        EP at ``kernel`` (supplies :math:`q`, :math:`\epsilon` and :math:`s`).
+    kernel : SEKernel
+    X, y
+        As in :func:`em_ep`.
+
+    Returns
+    -------
+    VariationalBound
+    """
+    y = check_binary_labels(y, "y", coding="pm1").astype(float)
+    var = np.diag(result.Sigma)
+    F_epsilon = _expected_log_likelihood(y, result.mu, var, result.epsilon, result.latent_noise)
+    F_cov, _ = m_step_objective(kernel.theta, kernel, X, result.mu, result.Sigma)
+    n = len(y)
+    # log|Σ| = log|C| − log|I + T̃C| (Σ = (C⁻¹ + T̃)⁻¹), without factorising Σ
+    log_det_Sigma = cholesky(kernel.K(X), name="C").log_det - result.log_det
+    entropy = 0.5 * (n * (1.0 + _LOG_2PI) + log_det_Sigma)
+    return VariationalBound(F_epsilon + F_cov + entropy, F_epsilon, F_cov, entropy)
+
+
+def epsilon_from_errors(y: ArrayLike, mean: ArrayLike) -> float:
+    r"""K&G's M-step for :math:`\epsilon` (Appendix A, eq 18): :math:`\epsilon^* = r/n`, with :math:`r` the
+    number of training points whose predicted label :math:`\operatorname{sign}(\text{mean}_i)` is not :math:`y_i`.
+
+    ``mean`` must be the classifier's latent mean at the training inputs *without* the latent noise
+    :math:`v_2`, :math:`E[g_i] = \mu_i - v_2 a_i` (:func:`em_ep` passes it). With K&G's step likelihood the
+    EP mean of the noisy :math:`f_i` itself always has the sign of :math:`y_i` when :math:`\epsilon = 0` (the
+    tilted distribution is truncated to :math:`y_if_i > 0`), so counting errors of :math:`E[f_i]` would keep
+    :math:`\epsilon` at a starting value of 0 for ever.
+
+    Parameters
+    ----------
+    y : array_like (n,)
+        Labels in {−1, +1} (or {0, 1}).
+    mean : array_like (n,)
+        Latent mean at the training inputs, without the latent noise.
+
+    Returns
+    -------
+    float
+        The fraction of training points misclassified by ``sign(mean)``.
+    """
+    y = check_binary_labels(y, "y", coding="pm1")
+    return float(np.mean(np.sign(mean) != y))
+
+
+def epsilon_from_expected_errors(y: ArrayLike, mu: ArrayLike, var: ArrayLike) -> float:
+    r"""The exact maximiser of :math:`\mathcal F_\epsilon` for the step likelihood (not in the paper):
+    :math:`\epsilon^* = \frac1n\sum_i\Phi(-y_i\mu_i/\sigma_i)`, the expected number of training errors under :math:`q`.
+
+    Parameters
+    ----------
+    y : array_like (n,)
+        Labels in {−1, +1} (or {0, 1}).
+    mu, var : array_like (n,)
+        Marginal means and variances of :math:`q(\mathbf f)`.
+
+    Returns
+    -------
+    float
+        The expected fraction of training errors.
+    """
+    y = check_binary_labels(y, "y", coding="pm1").astype(float)
+    return float(np.mean(ndtr(-y * mu / np.sqrt(var))))
+
+
+HISTORY_COLUMNS = ("log_evidence", "F", "gain", "epsilon", "gradient_norm", "seconds", "n_sweeps")
+
+
+@dataclass(frozen=True)
+class EMEPResult:
+    r"""Outcome of :func:`em_ep`.
+
+    Attributes
+    ----------
+    kernel : SEKernel
+        The kernel at the last E-step.
+    epsilon : float
+        The labelling-error rate there.
+    ep : EPResult
+        EP at the returned hyperparameters.
+    log_evidence, F : float
+        :math:`\log Z_{EP}` and K&G's bound :math:`\mathcal F` there.
+    n_iter : int
+        E-steps run (each an EP run warm-started from the previous sites).
+    converged : bool
+        The projected gradient of :math:`\log Z_{EP}` in the learnt log-parameters was at most
+        ``tolerance`` (and ε no longer changed).
+    gradient_norm, tolerance : float
+        The largest projected gradient component at the last E-step, and the tolerance it was held to.
+    history : ndarray (n_iter, 7)
+        One row per E-step, the columns of :data:`HISTORY_COLUMNS`: :math:`\log Z_{EP}`, :math:`\mathcal F`,
+        the M-step's gain in :math:`\mathcal F_{\Theta_{cov}}` (NaN for an extrapolated point), ε, the
+        gradient norm, the seconds since the start and the EP sweeps so far.
+    n_sweeps : int
+        EP sweeps over all E-steps.
+    n_m_evaluations : int
+        Evaluations of the M-step objective.
+    acceleration : str or None
+        ``"squarem"`` or None.
+    """
+
+    kernel: SEKernel
+    epsilon: float
+    ep: EPResult
+    log_evidence: float
+    F: float
+    n_iter: int
+    converged: bool
+    gradient_norm: float
+    tolerance: float
+    history: np.ndarray = field(repr=False)
+    n_sweeps: int
+    n_m_evaluations: int
+    acceleration: str | None = None
+
+
+def _ep_at(kernel, X, y, epsilon, latent_noise, *, tau, nu, schedule, damping, tol):
+    """EP (restarted with more damping if it fails) at the kernel's parameters and ε, warm-started from (tau, nu)."""
+    likelihood = LabelNoiseLikelihood(epsilon, latent_noise)
+    result, _ = expectation_propagation_with_fallback(
+        kernel.K(X), y, likelihood=likelihood, tau=tau, nu=nu, schedule=schedule, damping=damping, tol=tol
+    )
+    return result
+
+
+def _prepare_learning_inputs(X, y, likelihood, learn_epsilon):
+    """Checked inputs shared by :func:`em_ep` and :func:`maximize_ep_evidence`.
+
+    The default likelihood is K&G's step with ε = 0; a plain probit has no ε to learn.
+    Returns ``(X, y, likelihood, epsilon, latent_noise, learn_epsilon)``.
+    """
+    X = check_matrix(X, "X")
+    y = check_binary_labels(y, "y", coding="pm1", length=X.shape[0]).astype(float)
+    likelihood = LabelNoiseLikelihood(0.0, 0.0) if likelihood is None else likelihood
+    epsilon, latent_noise = site_likelihood(likelihood)
+    if isinstance(likelihood, ProbitLikelihood):
+        learn_epsilon = False
+    return X, y, likelihood, epsilon, latent_noise, learn_epsilon
+
+
+def _projected_norm(gradient, theta, bounds, free):
+    """Largest component of the ascent gradient over the free entries, projected on the box."""
+    g = np.where(free, gradient, 0.0)
+    g = np.where((theta <= bounds[:, 0] + 1e-9) & (g < 0), 0.0, g)
+    g = np.where((theta >= bounds[:, 1] - 1e-9) & (g > 0), 0.0, g)
+    return float(np.max(np.abs(g))) if g.size else 0.0
+
+
+def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
+          likelihood: ProbitLikelihood | LabelNoiseLikelihood | None = None, learn_epsilon: bool = True,
+          epsilon_rule: str = "errors", fixed: Sequence[str] = (), acceleration: str | None = None,
+          schedule: str = "parallel", max_iter: int = 200, tol: float = 1e-4, m_step_max_iter: int = 5,
+          damping: float = 1.0, ep_tol: float = 1e-6, progress: bool = False) -> EMEPResult:  # fmt: skip
+    r"""The EM-EP algorithm (K&G §4, Appendix A), stopped by the gradient of the evidence.
+
+    - **E-step**: EP at the current :math:`(\Theta_{cov}, \epsilon)` gives
+      :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)` (K&G eq 11), warm-started from the previous sites.
+    - **M-step**: maximise :math:`\mathcal F_{\Theta_{cov}}` (eq 16) over the free log-parameters with
+      :math:`q` fixed, by :func:`gpc_ref.hyperparameters.maximize` with the gradient of eq 17 (at most
+      ``m_step_max_iter`` L-BFGS-B iterations, a partial M-step; K&G used conjugate gradients); then
+      :math:`\epsilon^* = r/n` (Appendix A; ``epsilon_rule="errors"``) or the exact maximiser of
+      :math:`\mathcal F_\epsilon`, the expected error rate (``"expected"``).
+
+    **When to stop.** At a fixed point of EM the gradient of :math:`\mathcal F` in :math:`\Theta_{cov}` is
+    that of :math:`\log Z_{EP}` (K&G eq 14 = GPML eq 5.27 at :math:`q = q_{EP}`), and zero. So after every
+    E-step the gradient of the EP evidence (:func:`~gpc_ref.ep.ep_evidence_gradient`, cheap once EP has
+    run) is projected on the box of the learnt log-parameters, and EM stops when its largest component
+    is at most ``tol × max(1, |log Z_EP|)`` and ε no longer changes. A small change of the evidence
+    between iterations is *not* enough: EM can creep along a ridge for hundreds of iterations with
+    gains of 1e-5 while the gradient is still large. Otherwise a
+    :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient norm.
+
+    **Acceleration** (``acceleration="squarem"``, not in the paper): EM's steps shrink where the
+    evidence is flat, and its fixed-point map :math:`\theta \mapsto M(E(\theta))` converges linearly.
+    SQUAREM (Varadhan & Roland 2008) takes two EM steps :math:`\theta_1, \theta_2` from :math:`\theta_0`,
+    extrapolates :math:`\theta' = \theta_0 - 2s\mathbf r + s^2\mathbf v` with :math:`\mathbf r = \theta_1 - \theta_0`,
+    :math:`\mathbf v = \theta_2 - 2\theta_1 + \theta_0`, :math:`s = -\|\mathbf r\|/\|\mathbf v\|`, and keeps
+    :math:`\theta'` only if :math:`\log Z_{EP}` there is at least that at :math:`\theta_1` (else :math:`s` moves
+    halfway to :math:`-1`, where :math:`\theta' = \theta_2`). The fixed points, and the stopping rule, are EM's.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        Starting kernel.
+    X : ndarray (n, D)
+        Training inputs.
+    y : array (n,)
+        Labels in {−1, +1} (or {0, 1}).
+    likelihood : LabelNoiseLikelihood or ProbitLikelihood, optional
+        ``LabelNoiseLikelihood(0, 0)`` by default (K&G's step); a given ``LabelNoiseLikelihood`` supplies
+        the starting ε; with ``ProbitLikelihood()`` ε stays 0.
+    learn_epsilon : bool
+        Update ε in the M-step.
+    epsilon_rule : {"errors", "expected"}
+        K&G's :math:`r/n` or the expected error rate under :math:`q`.
+    fixed : sequence of str
+        Kernel parameter names (``kernel.theta_names``) held at their initial values.
+    acceleration : {None, "squarem"}
+        Plain EM (K&G) or SQUAREM-extrapolated EM.
+    schedule : {"parallel", "sequential"}
+        EP's schedule in the E-steps (:func:`~gpc_ref.ep.expectation_propagation`).
+    max_iter : int
+        E-steps at most.
+    tol : float
+        Relative tolerance of the gradient test.
+    m_step_max_iter : int
+        L-BFGS-B iterations per M-step.
+    damping : float
+        EP's starting damping (EP restarts with more damping by itself if it fails).
+    ep_tol : float
+        EP's tolerance in the E-steps (warm-started, so a tight tolerance costs few sweeps).
+    progress : bool
+        Show a progress bar over the E-steps.
+
+    Returns
+    -------
+    EMEPResult
+
+    References
+    ----------
+    [KG03] §4, Appendix A; [VR08] Varadhan & Roland (2008), *Simple and globally convergent methods
+    for accelerating the convergence of any EM algorithm*, Scand. J. Statistics 35.
+    """
+    kernel = check_kernel(kernel)
+    X, y, likelihood, epsilon, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood, learn_epsilon)
+    check_choice(epsilon_rule, "epsilon_rule", ("errors", "expected"))
+    check_choice(acceleration, "acceleration", (None, "squarem"))
+    max_iter = check_positive_int(max_iter, "max_iter")
+    mask = free_mask(kernel, fixed)
+    # the learnt log-parameters live in the shared box, and a start outside it moves onto it; the
+    # fixed ones are never moved
+    bounds = theta_box(kernel)
+    theta = np.where(mask, np.clip(kernel.theta, bounds[:, 0], bounds[:, 1]), kernel.theta)
+    ep_options = {"schedule": schedule, "damping": damping, "tol": ep_tol}
+    state = {"tau": None, "nu": None, "sweeps": 0, "m_evaluations": 0, "start": time.perf_counter()}
+    history, progress_bar = [], with_progress(range(max_iter), progress, "EM-EP")
+    steps = iter(progress_bar)
+
+    def e_step(theta, epsilon, gain):
+        """EP at θ, the evidence's projected gradient, and a row of the history."""
+        next(steps, None)
+        current = kernel.with_theta(theta)
+        ep = _ep_at(current, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], **ep_options)
+        state.update(tau=ep.tau, nu=ep.nu, sweeps=state["sweeps"] + ep.n_sweeps)
+        norm = _projected_norm(ep_evidence_gradient(ep, kernel=current, X=X), theta, bounds, mask)
+        try:
+            F = variational_bound(ep, current, X, y).F
+        except np.linalg.LinAlgError:  # K is not numerically positive definite there: F is not needed to go on
+            F = np.nan
+        history.append((ep.log_evidence, F, gain, epsilon, norm, time.perf_counter() - state["start"],
+                        state["sweeps"]))  # fmt: skip
+        return ep, norm
+
+    def m_step(theta, ep, epsilon):
+        """K&G's M-step: a partial maximisation of F_cov (eqs 16, 17), then ε (Appendix A)."""
+
+        def f_cov(full):
+            return m_step_objective(full, kernel, X, ep.mu, ep.Sigma)
+
+        start_value = f_cov(theta)[0]
+        search = maximize(f_cov, theta, bounds=bounds, free=mask, max_iter=m_step_max_iter, warn=False,
+                          description="EM-EP M-step")  # fmt: skip
+        state["m_evaluations"] += search.n_evaluations
+        gain = search.value - start_value
+        new_theta = search.theta if gain > 0 else theta
+        if learn_epsilon:
+            if epsilon_rule == "errors":
+                # the classifier's mean at the training inputs: E[g_i] = μ_i − v₂ a_i (no latent noise)
+                jitter = kernel.with_theta(theta).jitter
+                epsilon = min(epsilon_from_errors(y, ep.mu - jitter * ep.a), 0.49)
+            else:
+                epsilon = min(epsilon_from_expected_errors(y, ep.mu, np.diag(ep.Sigma)), 0.49)
+        return new_theta, epsilon, gain
+
+    def done(norm, log_evidence, epsilon_before, epsilon_now):
+        return norm <= tol * max(1.0, abs(log_evidence)) and epsilon_now == epsilon_before
+
+    ep, norm = e_step(theta, epsilon, np.nan)
+    converged = done(norm, ep.log_evidence, epsilon, epsilon) and not learn_epsilon
+    while not converged and len(history) < max_iter:
+        theta1, epsilon1, gain1 = m_step(theta, ep, epsilon)
+        ep1, norm1 = e_step(theta1, epsilon1, gain1)
+        if acceleration is None or len(history) >= max_iter:
+            converged = done(norm1, ep1.log_evidence, epsilon, epsilon1)
+            theta, epsilon, ep, norm = theta1, epsilon1, ep1, norm1
+            continue
+        # SQUAREM: a second EM step, then an extrapolation along r and v
+        theta2, epsilon2, gain2 = m_step(theta1, ep1, epsilon1)
+        r, v = theta1 - theta, theta2 - 2.0 * theta1 + theta
+        s = -np.sqrt(r @ r) / np.sqrt(v @ v) if v @ v > 0 else -1.0
+        candidate, candidate_ep, candidate_norm = None, None, None
+        while s < -1.0 and len(history) < max_iter - 1:
+            trial = np.where(mask, np.clip(theta - 2.0 * s * r + s * s * v, bounds[:, 0], bounds[:, 1]), theta)
+            saved = state["tau"], state["nu"]
+            try:
+                trial_ep, trial_norm = e_step(trial, epsilon2, np.nan)
+            except (np.linalg.LinAlgError, FloatingPointError):  # EP cannot run there: step back
+                state["tau"], state["nu"] = saved
+                s = 0.5 * (s - 1.0)
+                continue
+            # accept an extrapolation that raises the evidence and where K factorises (the M-step needs K⁻¹);
+            # F is NaN where it does not, and may be −∞ legitimately (ε = 0: the step's log is −∞ on one side)
+            if trial_ep.log_evidence >= ep1.log_evidence and not np.isnan(history[-1][1]):
+                candidate, candidate_ep, candidate_norm = trial, trial_ep, trial_norm
+                break
+            state["tau"], state["nu"] = saved  # the next trial (or θ₂) warm-starts from θ₁'s sites
+            s = 0.5 * (s - 1.0)
+        if candidate is None:  # s reached −1: the extrapolation is plain EM's θ₂
+            candidate = theta2
+            candidate_ep, candidate_norm = e_step(theta2, epsilon2, gain2)
+        converged = done(candidate_norm, candidate_ep.log_evidence, epsilon1, epsilon2)
+        theta, epsilon, ep, norm = candidate, epsilon2, candidate_ep, candidate_norm
+    tolerance = tol * max(1.0, abs(ep.log_evidence))
+    if not converged:
+        warnings.warn(
+            f"EM-EP did not converge in {len(history)} E-steps: the largest projected gradient component of the EP "
+            f"evidence is {norm:.3g} (tolerance {tolerance:.3g}); try acceleration='squarem', more iterations, or "
+            "maximize_ep_evidence",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    final_kernel = kernel.with_theta(theta)
+    final_bound = variational_bound(ep, final_kernel, X, y)
+    return EMEPResult(kernel=final_kernel, epsilon=float(epsilon), ep=ep, log_evidence=ep.log_evidence,
+                      F=final_bound.F, n_iter=len(history), converged=bool(converged), gradient_norm=norm,
+                      tolerance=tolerance, history=np.array(history), n_sweeps=state["sweeps"],
+                      n_m_evaluations=state["m_evaluations"], acceleration=acceleration)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvidenceFitResult:
+    r"""Outcome of :func:`maximize_ep_evidence`: the kernel and ε at the maximum, EP there, and the search.
+
+    Attributes
+    ----------
+    kernel : SEKernel
+        The kernel at the maximum.
+    epsilon : float
+        The labelling-error rate there.
+    ep : EPResult
+        EP at the returned hyperparameters.
+    log_evidence : float
+        :math:`\log Z_{EP}` there.
+    n_evaluations : int
+        Evaluations of the EP evidence (each a warm-started EP run).
+    n_sweeps : int
+        EP sweeps over all evaluations.
+    converged : bool
+        The projected gradient passed :func:`gpc_ref.hyperparameters.maximize`'s test.
+    optimization : HyperparameterFit
+        The search.
+    trace : ndarray (n_evaluations, 3)
+        Per evaluation: :math:`\log Z_{EP}`, the seconds since the start, the EP sweeps so far.
+    """
+
+    kernel: SEKernel
+    epsilon: float
+    ep: EPResult
+    log_evidence: float
+    n_evaluations: int
+    n_sweeps: int
+    converged: bool
+    optimization: HyperparameterFit = field(repr=False)
+    trace: np.ndarray = field(repr=False, default=None)
+
+
+def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
+                         likelihood: ProbitLikelihood | LabelNoiseLikelihood | None = None,
+                         learn_epsilon: bool = True, fixed: Sequence[str] = (), n_restarts: int = 0,
+                         rng: np.random.Generator | int | None = None, schedule: str = "parallel",
+                         max_iter: int = 200, tol: float = 1e-5, damping: float = 1.0, ep_tol: float = 1e-6,
+                         progress: bool = False) -> EvidenceFitResult:  # fmt: skip
+    r"""Maximise :math:`\log Z_{EP}` (K&G eq 12) directly over the log-parameters (and ε).
+
+    Each evaluation runs EP to convergence (warm-started from the previous sites) and uses the
+    fixed-point gradients :func:`~gpc_ref.ep.ep_evidence_gradient` and
+    :func:`~gpc_ref.ep.ep_epsilon_gradient`; the search is :func:`gpc_ref.hyperparameters.maximize`.
+    ε is optimised as :math:`\eta` with :math:`\epsilon = \tfrac12\sigma(\eta)`, so it stays in
+    :math:`(0, \tfrac12)`; a starting ε of 0 is replaced by 0.01. The alternative to :func:`em_ep`,
+    compared with it in the EP chapter.
+
+    Parameters
+    ----------
+    kernel, X, y, likelihood, learn_epsilon, fixed, schedule, damping
+        As in :func:`em_ep` (the starting kernel, inputs, labels, ...).
+    n_restarts, rng, max_iter, tol, progress
+        As in :func:`gpc_ref.hyperparameters.maximize` (``max_iter`` counts L-BFGS-B iterations per start).
+    ep_tol : float
+        EP's tolerance at every evaluation (tight, so that the gradient is that of a fixed point).
+
+    Returns
+    -------
+    EvidenceFitResult
+    """
+    kernel = check_kernel(kernel)
+    X, y, likelihood, epsilon0, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood, learn_epsilon)
+    free_theta = free_mask(kernel, fixed)
+    theta0 = kernel.theta.copy()
+    P = theta0.size
+    ep_options = {"schedule": schedule, "damping": damping, "tol": ep_tol}
+    state = {"tau": None, "nu": None, "sweeps": 0, "start": time.perf_counter(), "trace": []}
+
+    def unpack(params):
+        return params[:P], (0.5 * float(expit(params[P])) if learn_epsilon else epsilon0)
+
+    def reset():
+        state["tau"] = state["nu"] = None
+
+    def log_evidence(params):
+        theta, epsilon = unpack(params)
+        current = kernel.with_theta(theta)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                ep = _ep_at(current, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], **ep_options)
+        except (np.linalg.LinAlgError, FloatingPointError):
+            reset()
+            raise
+        state.update(tau=ep.tau, nu=ep.nu, sweeps=state["sweeps"] + ep.n_sweeps)
+        state["trace"].append((ep.log_evidence, time.perf_counter() - state["start"], state["sweeps"]))
+        gradient = ep_evidence_gradient(ep, kernel=current, X=X)
+        if learn_epsilon:
+            # dε/dη = ε(1 − 2ε)
+            gradient = np.append(gradient, ep_epsilon_gradient(ep, y) * epsilon * (1.0 - 2.0 * epsilon))
+        return ep.log_evidence, gradient
+
+    start, free, bounds = theta0, free_theta, theta_box(kernel)
+    if learn_epsilon:
+        eps_start = epsilon0 if epsilon0 > 0 else 0.01
+        start = np.append(theta0, np.log(2.0 * eps_start) - np.log1p(-2.0 * eps_start))
+        free, bounds = np.append(free_theta, True), np.vstack([bounds, [-15.0, 15.0]])
+    search = maximize(log_evidence, start, bounds=bounds, free=free, n_restarts=n_restarts, rng=rng,
+                      max_iter=max_iter, tol=tol, reset=reset, progress=progress,
+                      description="maximize_ep_evidence")  # fmt: skip
+    theta, epsilon = unpack(search.theta)
+    final_kernel = kernel.with_theta(theta)
+    ep = _ep_at(final_kernel, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], **ep_options)
+    return EvidenceFitResult(kernel=final_kernel, epsilon=float(epsilon), ep=ep, log_evidence=ep.log_evidence,
+                             n_evaluations=search.n_evaluations, n_sweeps=state["sweeps"] + ep.n_sweeps,
+                             converged=search.converged, optimization=search,
+                             trace=np.array(state["trace"]))  # fmt: skip

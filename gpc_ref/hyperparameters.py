@@ -1,0 +1,560 @@
+r"""Hyperparameters: Williams & Barber's coordinates and priors, and the one maximiser every method uses.
+
+Every method of the book that learns its kernel by optimisation (Laplace MAP and ML-II, the
+softmax Laplace, the Jaakkola–Jordan lower bound, EP evidence maximisation, EM-EP's M-step)
+calls :func:`maximize` here, so that they share one box for the log-parameters, one way of
+restarting, one treatment of steps into regions where a factorisation fails, and one honest
+convergence test.
+
+Notation (book symbol ← code name):
+
+- :math:`\theta` ← ``theta``: the kernel's log-parameters (``SEKernel.theta``):
+  :math:`(\log\sigma_f^2, \log\ell_1, \dots, \log\ell_D, [\log\sigma_b^2], [\log\sigma_j^2])`.
+- :math:`\phi = A\theta` ← ``phi``: W&B's log-hyperparameters :math:`(\log v_0, \log w_1, \dots,
+  \log w_D, [\log v_1], [\ldots])` with :math:`v_0 = \sigma_f^2` and :math:`w_l = 1/\ell_l^2`, so
+  :math:`A = \operatorname{diag}(1, -2, \dots, -2, 1, \dots)` ← ``wb_scale(kernel)``.
+- :math:`N(\mu_0, s_0^2)` ← ``prior_mean, prior_sd``: W&B's prior on every :math:`\phi_j`
+  (:math:`\mu_0 = -3`, :math:`s_0 = 3`, W&B 1997 §2.3).
+- :math:`g = \nabla_\theta` objective ← ``gradient``; :math:`\|P(g)\|_\infty` ← ``gradient_norm``, the
+  largest component of the gradient projected on the box (a component pushing outward at an
+  active bound, and every fixed component, counts as zero).
+
+The box
+-------
+Every method that learns a kernel searches the same box, :func:`theta_box`, which gives each
+log-parameter the interval of its kind (:data:`LOG_PARAMETER_BOUNDS`):
+
+=====================  ================  =====================================================
+log-parameter          interval          why
+=====================  ================  =====================================================
+``log_variance``       [−10, 15]         :math:`\sigma_f^2` from 4.5e-5 to 3.3e6: ML-II on separable
+                                         data climbs to about 1e5 (the crabs)
+``log_lengthscale``    [−10, 10]         :math:`\ell` from 4.5e-5 to 2.2e4 standardised input units:
+                                         an irrelevant input's :math:`\ell` at the top is "infinite"
+``log_bias``           [−20, 15]         a variance that may vanish: K&G start it at 1e-8
+``log_jitter``         [−20, 10]         likewise (K&G's latent noise :math:`v_2` starts at 1e-6)
+=====================  ================  =====================================================
+
+wide enough for every optimum in the book and narrow enough that no covariance overflows. An
+optimum on the box's edge is reported in ``at_bound`` (e.g. separable data without a prior drive
+the signal variance to infinity). Entries that are not learnt keep their values, in or out of the box.
+
+Convergence
+-----------
+L-BFGS-B stops when the objective stops changing, which can happen far from an optimum (a
+flat stretch, a failed line search). :func:`maximize` therefore checks the projected gradient
+itself: the result is ``converged`` only if
+:math:`\|P(g)\|_\infty \le \text{tol}\cdot\max(1, |f|)`. When L-BFGS-B stops early it is restarted
+from its last point (fresh curvature memory) until the test passes or ``max_iter`` iterations
+are spent; otherwise a :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count
+and the gradient norm.
+
+Failed evaluations
+------------------
+An objective that raises ``numpy.linalg.LinAlgError`` or ``FloatingPointError``, or returns a
+non-finite value, marks a point outside the region where the model can be computed (a
+covariance that will not factorise). Such a step is rejected: the optimiser sees the last good
+value plus a steep quadratic wall around the last good point, which sends its line search back;
+it never sees a NaN.
+
+References
+----------
+- [WB97] Williams & Barber (1997), §2.3: the N(−3, 3²) priors on the log-hyperparameters.
+- [WB98] Williams & Barber (1998), §6: maximum penalised likelihood (MPL).
+- [Byrd95] Byrd, Lu, Nocedal & Zhu (1995): L-BFGS-B, bound-constrained limited-memory BFGS.
+- [GPML] Rasmussen & Williams (2006), §5.4: ML-II.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize
+
+from .kernels import SEKernel
+from .progress import with_progress
+from .threads import limited_blas_threads
+from .validation import ConvergenceWarning
+from .validation import check_kernel
+from .validation import check_positive
+from .validation import check_positive_int
+from .validation import check_rng
+from .validation import check_vector
+
+__all__ = [
+    "LOG_PARAMETER_BOUNDS",
+    "theta_box",
+    "wb_scale",
+    "gaussian_log_prior",
+    "log_hyperprior",
+    "free_mask",
+    "box",
+    "HyperparameterFit",
+    "maximize",
+]
+
+LOG_PARAMETER_BOUNDS = {
+    "log_variance": (-10.0, 15.0),
+    "log_lengthscale": (-10.0, 10.0),
+    "log_bias": (-20.0, 15.0),
+    "log_jitter": (-20.0, 10.0),
+}
+
+
+# --------------------------------------------------------------------------- W&B coordinates and priors
+def wb_scale(kernel: SEKernel) -> np.ndarray:
+    r"""The diagonal :math:`A` of the map :math:`\phi = A\theta` to W&B's log-hyperparameters.
+
+    ``log_lengthscale`` entries get :math:`-2` (:math:`w_l = 1/\ell_l^2` gives
+    :math:`\log w_l = -2\log\ell_l`, W&B 1997 eq 8); ``log_variance`` (:math:`\log v_0`),
+    ``log_bias`` (:math:`\log v_1`) and ``log_jitter`` keep factor 1.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        Its ``theta_names`` say which factor each entry gets.
+
+    Returns
+    -------
+    ndarray (P,)
+        One factor per entry of ``kernel.theta``.
+    """
+    kernel = check_kernel(kernel)
+    return np.array([-2.0 if name.startswith("log_lengthscale") else 1.0 for name in kernel.theta_names])
+
+
+def gaussian_log_prior(phi: ArrayLike, prior_mean: float = -3.0, prior_sd: float = 3.0) -> tuple[float, np.ndarray]:
+    r"""Independent :math:`N(\mu_0, s_0^2)` log density on every :math:`\phi_j`, and its gradient (W&B 1997 §2.3).
+
+    Parameters
+    ----------
+    phi : array (P,)
+        W&B's log-hyperparameters.
+    prior_mean, prior_sd : float
+        :math:`\mu_0` and :math:`s_0` (W&B: −3 and 3).
+
+    Returns
+    -------
+    value : float
+        :math:`\sum_j \log N(\phi_j\mid\mu_0, s_0^2)`.
+    gradient : ndarray (P,)
+        :math:`\partial/\partial\phi`.
+    """
+    phi = check_vector(phi, "phi")
+    prior_sd = float(check_positive(prior_sd, "prior_sd"))
+    z = (phi - float(prior_mean)) / prior_sd
+    # W&B 1997 §2.3: φ_j ~ N(−3, 3²)
+    value = float(np.sum(-0.5 * z**2 - np.log(prior_sd) - 0.5 * np.log(2.0 * np.pi)))
+    return value, -z / prior_sd
+
+
+def log_hyperprior(kernel: SEKernel, prior_mean: float = -3.0, prior_sd: float = 3.0) -> tuple[float, np.ndarray]:
+    r"""W&B's hyperprior at ``kernel.theta`` and its gradient with respect to :math:`\theta`.
+
+    .. math:: \log p(\phi(\theta)) = \sum_j \log N(\phi_j(\theta)\mid\mu_0, s_0^2), \qquad \phi = A\theta.
+
+    The value is the log density *of* :math:`\phi` (as in W&B and :mod:`gpc_ref.hmc`); the density
+    of :math:`\theta` differs by the constant :math:`\log|\det A|`, which changes neither the MAP
+    point nor any HMC acceptance. A prior :math:`N(-3, 3^2)` on :math:`\log w` is
+    :math:`N(1.5, 1.5^2)` on :math:`\log\ell`: it favours lengthscales around
+    :math:`e^{1.5} \approx 4.5` input units.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        The prior is evaluated at its ``theta``.
+    prior_mean, prior_sd : float
+        As in :func:`gaussian_log_prior`.
+
+    Returns
+    -------
+    value : float
+        The log density of :math:`\phi = A\theta` (:func:`gaussian_log_prior`).
+    gradient : ndarray (P,)
+        :math:`\partial/\partial\theta = A\,\partial/\partial\phi` (chain rule through :math:`\phi = A\theta`).
+    """
+    scale = wb_scale(kernel)
+    value, gradient_phi = gaussian_log_prior(scale * kernel.theta, prior_mean, prior_sd)
+    return value, scale * gradient_phi
+
+
+# --------------------------------------------------------------------------- which parameters, which box
+def free_mask(kernel: SEKernel, fixed: Sequence[str] = ()) -> np.ndarray:
+    """Boolean mask over ``kernel.theta``: True for the entries to learn, False for the names in ``fixed``.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        Whose ``theta_names`` are masked.
+    fixed : sequence of str
+        Names from ``kernel.theta_names`` to hold at their current values.
+
+    Returns
+    -------
+    ndarray of bool (P,)
+        ``True`` where the entry is learnt.
+    """
+    names = check_kernel(kernel).theta_names
+    fixed = tuple(fixed or ())
+    unknown = [name for name in fixed if name not in names]
+    if unknown:
+        raise ValueError(f"fixed names {unknown} are not kernel parameters; expected some of {names}")
+    return np.array([name not in fixed for name in names])
+
+
+def theta_box(kernel: SEKernel | Sequence[SEKernel]) -> np.ndarray:
+    """The search box of ``kernel.theta`` (or of the concatenated ``theta`` of a sequence of kernels).
+
+    Each entry gets the interval of its kind in :data:`LOG_PARAMETER_BOUNDS` (see the module docstring).
+
+    Parameters
+    ----------
+    kernel : SEKernel or sequence of SEKernel
+        One kernel, or one per class (their ``theta`` vectors concatenated, as ``stack_theta``).
+
+    Returns
+    -------
+    ndarray (P, 2)
+        ``(low, high)`` of each entry.
+    """
+    kernels = kernel if isinstance(kernel, (list, tuple)) else [kernel]
+    rows = []
+    for k in kernels:
+        for name in check_kernel(k).theta_names:
+            rows.append(LOG_PARAMETER_BOUNDS[name.split("[")[0]])
+    return np.array(rows, dtype=float)
+
+
+def box(size: int, bounds: tuple[float, float]) -> np.ndarray:
+    """The interval ``bounds`` repeated for ``size`` parameters, as an array (size, 2).
+
+    Parameters
+    ----------
+    size : int
+        Number of parameters.
+    bounds : (float, float)
+        ``(low, high)`` with ``low < high`` (infinite ends allowed).
+
+    Returns
+    -------
+    ndarray (size, 2)
+        One row ``(low, high)`` per parameter.
+    """
+    low, high = float(bounds[0]), float(bounds[1])
+    if not low < high:
+        raise ValueError(f"bounds must be (low, high) with low < high; got {bounds!r}")
+    return np.tile([low, high], (int(size), 1))
+
+
+# --------------------------------------------------------------------------- the maximiser
+@dataclass(frozen=True)
+class HyperparameterFit:
+    r"""Result of :func:`maximize`: the best point over all starts and how it was reached.
+
+    Attributes
+    ----------
+    theta : ndarray (P,)
+        The best point found (fixed entries at their starting values).
+    value : float
+        The objective there.
+    gradient : ndarray (P,)
+        The objective's gradient there (all entries, fixed ones included).
+    gradient_norm : float
+        :math:`\|P(g)\|_\infty` over the free entries, projected on the box.
+    converged : bool
+        ``gradient_norm <= tol * max(1, |value|)``.
+    tolerance : float
+        The right-hand side of that test.
+    n_iter : int
+        L-BFGS-B iterations of the best start (over its reruns).
+    n_evaluations : int
+        Objective evaluations over all starts.
+    n_failed : int
+        Evaluations rejected because the objective could not be computed there.
+    starts : ndarray (S, P)
+        Starting points, the first being the given ``theta0`` (clipped to the box).
+    values : ndarray (S,)
+        Final objective of every start.
+    bounds : ndarray (P, 2)
+        The box.
+    free : ndarray of bool (P,)
+        The learnt entries.
+    at_bound : ndarray of bool (P,)
+        Free entries that ended on the box's edge.
+    message : str
+        L-BFGS-B's last message for the best start.
+    """
+
+    theta: np.ndarray
+    value: float
+    gradient: np.ndarray = field(repr=False)
+    gradient_norm: float
+    converged: bool
+    tolerance: float
+    n_iter: int
+    n_evaluations: int
+    n_failed: int
+    starts: np.ndarray = field(repr=False)
+    values: np.ndarray = field(repr=False)
+    bounds: np.ndarray = field(repr=False)
+    free: np.ndarray = field(repr=False)
+    at_bound: np.ndarray = field(repr=False)
+    message: str = field(repr=False, default="")
+
+
+def _projected_gradient(theta, gradient, bounds, free):
+    """The ascent gradient with fixed entries and outward components at active bounds set to zero."""
+    g = np.where(free, gradient, 0.0)
+    low, high = bounds[:, 0], bounds[:, 1]
+    margin = 1e-9 * np.maximum(1.0, np.where(np.isfinite(high - low), high - low, 1.0))
+    at_low = np.isfinite(low) & (theta <= low + margin)
+    at_high = np.isfinite(high) & (theta >= high - margin)
+    g = np.where(at_low & (g < 0), 0.0, g)
+    g = np.where(at_high & (g > 0), 0.0, g)
+    return g, (at_low | at_high) & free
+
+
+class _StartFailed(Exception):
+    """The objective cannot be evaluated at a starting point."""
+
+
+class _Run:
+    """One L-BFGS-B run's bookkeeping: the last good point, and rejection of failed evaluations."""
+
+    def __init__(self, objective, theta_template, free):
+        self.objective = objective
+        self.template = theta_template
+        self.free = free
+        self.good = None  # (theta, value, gradient) of the last evaluation that succeeded
+        self.best = None  # (theta, value, gradient) of the best evaluation
+        self.n_evaluations = 0
+        self.n_failed = 0
+
+    def full(self, x):
+        theta = self.template.copy()
+        theta[self.free] = x
+        return theta
+
+    def evaluate(self, theta):
+        """(value, gradient) of the objective, or None where it cannot be computed."""
+        self.n_evaluations += 1
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                value, gradient = self.objective(theta)
+        except (np.linalg.LinAlgError, FloatingPointError, OverflowError):
+            return None
+        value = float(value)
+        gradient = np.asarray(gradient, dtype=float)
+        if gradient.shape != theta.shape:
+            raise ValueError(f"the objective must return a gradient of shape {theta.shape}; got {gradient.shape}")
+        if not (np.isfinite(value) and np.all(np.isfinite(gradient))):
+            return None
+        return value, gradient
+
+    def negative(self, x):
+        """What L-BFGS-B minimises: −objective, or a wall around the last good point where that fails."""
+        theta = self.full(x)
+        result = self.evaluate(theta)
+        if result is None:
+            self.n_failed += 1
+            if self.good is None:
+                raise _StartFailed(f"the objective cannot be evaluated at the starting point {theta}")
+            good_theta, good_value, _ = self.good
+            d = x - good_theta[self.free]
+            wall = 1e3 * max(1.0, abs(good_value))
+            # a step into a region where the model cannot be computed is rejected: the value rises
+            # steeply away from the last good point, so the line search shrinks the step
+            return -good_value + 1.0 + wall * float(d @ d), 2.0 * wall * d
+        value, gradient = result
+        self.good = (theta, value, gradient)
+        if self.best is None or value > self.best[1]:
+            self.best = self.good
+        return -value, -gradient[self.free]
+
+
+def _run_from(objective, start, bounds, free, max_iter, tol):
+    """L-BFGS-B from ``start``, rerun from its last point while the gradient test fails."""
+    run = _Run(objective, start, free)
+    x = start[free]
+    n_iter, n_calls, message = 0, 0, ""
+    previous = -np.inf
+    while True:
+        result = optimize.minimize(
+            run.negative,
+            x,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds[free],
+            options={"maxiter": max(1, max_iter - n_iter), "ftol": 1e-13, "gtol": 1e-12, "maxcor": 20},
+        )
+        n_iter += int(result.nit)
+        n_calls += 1
+        message = str(result.message)
+        theta, value, gradient = run.best
+        projected, _ = _projected_gradient(theta, gradient, bounds, free)
+        norm = float(np.max(np.abs(projected))) if projected.size else 0.0
+        if norm <= tol * max(1.0, abs(value)) or n_iter >= max_iter:
+            break
+        # No progress possible from here: a rerun with fresh memory could not complete one iteration
+        # and the objective has stopped improving. (Comparing the points for equality is not enough:
+        # next to a region where the objective cannot be computed, each rerun's failed line search
+        # still creeps towards its edge by a few ulps, and the loop would run for millions of
+        # evaluations.) The number of L-BFGS-B calls is bounded by ``max_iter`` as well.
+        stalled = np.array_equal(theta[free], x) or value - previous <= 1e-13 * max(1.0, abs(value))
+        if (result.nit == 0 and stalled) or n_calls >= max_iter:
+            break
+        previous = value
+        x = theta[free]  # rerun with fresh curvature memory from the best point
+    return run, n_iter, message
+
+
+@limited_blas_threads
+def maximize(
+    objective: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    theta0: ArrayLike,
+    *,
+    bounds: ArrayLike | None = None,
+    free: ArrayLike | None = None,
+    n_restarts: int = 0,
+    rng: np.random.Generator | int | None = None,
+    restart_sd: float = 1.0,
+    extra_starts: ArrayLike | None = None,
+    max_iter: int = 200,
+    tol: float = 1e-5,
+    reset: Callable[[], None] | None = None,
+    progress: bool = False,
+    description: str = "maximize",
+    warn: bool = True,
+) -> HyperparameterFit:
+    r"""Maximise ``objective(theta) -> (value, gradient)`` over a box by L-BFGS-B, with restarts.
+
+    Starts from ``theta0``, from ``extra_starts`` (e.g. draws from a prior) and from
+    ``n_restarts`` points ``theta0 + restart_sd · N(0, I)`` on the free entries, all clipped to
+    the box; keeps the start with the largest final value. See the module docstring for the
+    convergence test and for the handling of failed evaluations.
+
+    Parameters
+    ----------
+    objective : callable
+        ``theta -> (value, gradient)`` with the gradient over all of ``theta``. It may keep a
+        warm start between calls (e.g. the previous Laplace mode); ``reset`` clears it.
+    theta0 : array (P,)
+        The first start (its learnt entries clipped to the box); its other entries are kept throughout.
+    bounds : (low, high) or array (P, 2), optional
+        The box; default none (every entry unbounded). Hyperparameter searches pass
+        :func:`theta_box` (infinite bounds are allowed for other parameters, e.g. variational ones).
+    free : array of bool (P,), optional
+        Entries to learn (default all; see :func:`free_mask`).
+    n_restarts : int
+        Random restarts besides ``theta0`` and ``extra_starts``; they need ``rng``.
+    rng : numpy.random.Generator or int, optional
+    restart_sd : float
+        Spread of the random restarts around ``theta0``.
+    extra_starts : array (S, P), optional
+        Further starting points.
+    max_iter : int
+        L-BFGS-B iterations per start, reruns included.
+    tol : float
+        Relative tolerance of the gradient test.
+    reset : callable, optional
+        Called before each start (to clear warm starts).
+    progress : bool
+        Show a progress bar over the starts.
+    description : str
+        Names the method in the progress bar and in warnings.
+    warn : bool
+        Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the best start has not
+        converged (``False`` for deliberately partial maximisations such as EM's M-step).
+
+    Returns
+    -------
+    HyperparameterFit
+        The best start's optimum, with the search's bookkeeping.
+    """
+    if not callable(objective):
+        raise ValueError("objective must be a callable theta -> (value, gradient)")
+    theta0 = check_vector(theta0, "theta0")
+    size = theta0.size
+    if bounds is None:
+        bounds = box(size, (-np.inf, np.inf))
+    else:
+        bounds = np.asarray(bounds, dtype=float)
+        if bounds.shape == (2,):  # one (low, high) pair for every entry
+            bounds = box(size, (bounds[0], bounds[1]))
+        if bounds.shape != (size, 2) or np.any(bounds[:, 0] >= bounds[:, 1]):
+            raise ValueError(
+                f"bounds must be a (low, high) pair or an array of shape ({size}, 2) with low < high; "
+                f"got shape {bounds.shape}"
+            )
+    free = np.ones(size, dtype=bool) if free is None else np.asarray(free, dtype=bool).reshape(size)
+    n_restarts = check_positive_int(n_restarts, "n_restarts", minimum=0)
+    max_iter = check_positive_int(max_iter, "max_iter")
+    tol = float(check_positive(tol, "tol"))
+    restart_sd = float(check_positive(restart_sd, "restart_sd"))
+    starts = [theta0]
+    if extra_starts is not None:
+        extra = np.atleast_2d(np.asarray(extra_starts, dtype=float))
+        if extra.shape[1] != size:
+            raise ValueError(f"extra_starts must have {size} columns; got shape {extra.shape}")
+        starts += [np.where(free, row, theta0) for row in extra]
+    if n_restarts:
+        generator = check_rng(rng)
+        starts += [theta0 + restart_sd * free * generator.standard_normal(size) for _ in range(n_restarts)]
+    # learnt entries start inside the box; entries that are not learnt keep their values
+    starts = np.where(free, np.clip(np.array(starts), bounds[:, 0], bounds[:, 1]), theta0)
+
+    best, values, n_evaluations, n_failed = None, [], 0, 0
+    for start in with_progress(starts, progress, description):
+        if reset is not None:
+            reset()
+        try:
+            run, n_iter, message = _run_from(objective, start, bounds, free, max_iter, tol)
+        except _StartFailed:
+            values.append(-np.inf)  # a start where the model cannot be computed at all
+            continue
+        n_evaluations += run.n_evaluations
+        n_failed += run.n_failed
+        values.append(run.best[1])
+        if best is None or run.best[1] > best[0].best[1]:
+            best = (run, n_iter, message)
+    if best is None:
+        raise ValueError(
+            f"{description}: the objective could not be evaluated at any starting point (a covariance that "
+            "does not factorise?); start from other hyperparameters"
+        )
+    run, n_iter, message = best
+    theta, value, gradient = run.best
+    projected, at_bound = _projected_gradient(theta, gradient, bounds, free)
+    norm = float(np.max(np.abs(projected))) if projected.size else 0.0
+    tolerance = tol * max(1.0, abs(value))
+    converged = norm <= tolerance
+    if warn and not converged:
+        warnings.warn(
+            f"{description}: not converged after {n_iter} L-BFGS-B iterations: the largest projected gradient "
+            f"component is {norm:.3g} (tolerance {tolerance:.3g}); raise max_iter or check the model",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return HyperparameterFit(
+        theta=theta.copy(),
+        value=float(value),
+        gradient=gradient.copy(),
+        gradient_norm=norm,
+        converged=bool(converged),
+        tolerance=float(tolerance),
+        n_iter=int(n_iter),
+        n_evaluations=int(n_evaluations),
+        n_failed=int(n_failed),
+        starts=starts,
+        values=np.array(values),
+        bounds=bounds,
+        free=free,
+        at_bound=at_bound,
+        message=message,
+    )

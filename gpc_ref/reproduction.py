@@ -1,0 +1,254 @@
+"""The reproduction scoreboard: every paper number the book reproduces, written by the code that reproduces it.
+
+Each chapter calls :func:`record` once per paper number it reruns. The call
+
+1. upserts the row ``(paper, table_or_figure, quantity)`` of ``reproductions.csv`` (in the current
+   directory: the book's notebooks run in ``book/``) with the chapter's value, so that the file is
+   never typed by hand; and
+2. glues the value under the name :func:`glue_name` of the row, so that the value is stored in the
+   notebook's outputs, which nbval compares with what the code computes today.
+
+``tests/test_reproductions.py`` then checks every row of the file against the glued value in its
+chapter's stored outputs, and the Comparison part renders the file as the scoreboard page.
+
+Columns: paper, table_or_figure, quantity, paper_value, our_value, our_error_bar, protocol, status,
+chapter_label, note. ``status`` is one of :data:`STATUSES`.
+
+Paper-scale runs and timings, which a chapter cannot recompute within its time limit or print
+deterministically, are stored by :func:`save_results` as ``book/results/<name>.json`` with their
+:func:`provenance` (command, commit, date, seconds, machine, versions, BLAS threading); the chapters
+print that provenance beside every number they take from such a file.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+
+__all__ = [
+    "COLUMNS",
+    "STATUSES",
+    "glue_name",
+    "read_scoreboard",
+    "record",
+    "provenance",
+    "save_results",
+    "load_results",
+]
+
+COLUMNS = ("paper", "table_or_figure", "quantity", "paper_value", "our_value", "our_error_bar", "protocol",
+           "status", "chapter_label", "note")  # fmt: skip
+STATUSES = ("reproduced", "within error bars", "not reproduced: explained", "not reproduced: open")
+
+
+def glue_name(paper: str, table_or_figure: str, quantity: str) -> str:
+    """The glue name of a row: ``repro-`` and a slug of its key (letters, digits and hyphens).
+
+    Parameters
+    ----------
+    paper, table_or_figure, quantity : str
+        The row's key.
+
+    Returns
+    -------
+    str
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{paper} {table_or_figure} {quantity}".lower()).strip("-")
+    return f"repro-{slug}"
+
+
+def read_scoreboard(path: str = "reproductions.csv") -> list[dict[str, str]]:
+    """The rows of the scoreboard file (an empty list if it does not exist yet).
+
+    Parameters
+    ----------
+    path : str
+        The CSV file.
+
+    Returns
+    -------
+    list of dict
+        One dict per row, keyed by :data:`COLUMNS`, values as strings.
+    """
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _number(value, name):
+    if value is None or value == "":
+        return ""
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number or None; got {value!r}")
+    return repr(value)
+
+
+def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: float | None, our_value: float,
+           our_error_bar: float | None = None, protocol: str, status: str, chapter_label: str, note: str = "",
+           path: str = "reproductions.csv", glue: bool = True) -> float:  # fmt: skip
+    """Write one reproduced number to the scoreboard and glue it; returns ``our_value`` as a float.
+
+    Parameters
+    ----------
+    paper : str
+        Short citation key of the source, e.g. ``"GR06"`` (as in references.bib).
+    table_or_figure : str
+        Where the paper reports it, e.g. ``"Table 1"``.
+    quantity : str
+        What it is, e.g. ``"Iris, VB test error (%)"``; unique within the paper's table.
+    paper_value : float or None
+        The paper's number (None if it gives none, e.g. only a figure).
+    our_value : float
+        The chapter's number, computed (round it to what is meaningful first).
+    our_error_bar : float, optional
+        One standard error (binomial, or over splits), or None.
+    protocol : str
+        How ours was obtained (splits, seeds, settings), briefly.
+    status : str
+        One of :data:`STATUSES`.
+    chapter_label : str
+        The MyST label of the chapter (or section) that computes it.
+    note : str
+        Why a difference remains, with the experiment that explains it.
+    path : str
+        The CSV file (default ``reproductions.csv`` in the current directory).
+    glue : bool
+        Also glue ``our_value`` under :func:`glue_name` (needs myst_nb, as in the book's notebooks).
+
+    Returns
+    -------
+    float
+    """
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}; got {status!r}")
+    for name, text in (("paper", paper), ("table_or_figure", table_or_figure), ("quantity", quantity),
+                       ("protocol", protocol), ("chapter_label", chapter_label)):  # fmt: skip
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{name} must be a non-empty string; got {text!r}")
+    row = {"paper": paper, "table_or_figure": table_or_figure, "quantity": quantity,
+           "paper_value": _number(paper_value, "paper_value"), "our_value": _number(our_value, "our_value"),
+           "our_error_bar": _number(our_error_bar, "our_error_bar"), "protocol": protocol, "status": status,
+           "chapter_label": chapter_label, "note": note}  # fmt: skip
+    if row["our_value"] == "":
+        raise ValueError("our_value must be a number")
+    key = (paper, table_or_figure, quantity)
+    rows = [r for r in read_scoreboard(path) if (r["paper"], r["table_or_figure"], r["quantity"]) != key]
+    rows.append(row)
+    rows.sort(key=lambda r: (r["paper"], r["table_or_figure"], r["quantity"]))
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    value = float(our_value)
+    if glue:
+        from myst_nb import glue as myst_glue
+
+        myst_glue(glue_name(paper, table_or_figure, quantity), value, display=False)
+    return value
+
+
+def _git(*args):
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def provenance(seconds: float | None = None) -> dict[str, object]:
+    """Where and from what a stored result came.
+
+    Parameters
+    ----------
+    seconds : float, optional
+        The run's wall-clock time.
+
+    Returns
+    -------
+    dict
+        ``command``, ``commit``, ``dirty`` (gpc_ref, benchmarks or reproduce edited since the commit),
+        ``date`` (UTC), ``seconds``, ``machine``, ``versions``, ``blas``.
+    """
+    import numpy as np
+    import scipy
+
+    from . import __version__
+    from .threads import describe_blas_threading
+
+    return {
+        "command": " ".join(["python", *sys.argv]),
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": _git("status", "--porcelain", "--untracked-files=no", "gpc_ref", "benchmarks", "reproduce") != "",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "seconds": None if seconds is None else round(float(seconds), 1),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "versions": f"gpc_ref {__version__}, numpy {np.__version__}, scipy {scipy.__version__}",
+        "blas": describe_blas_threading(),
+    }
+
+
+def save_results(name: str, payload: dict, *, directory: str, seconds: float | None = None) -> str:
+    """Write ``<directory>/<name>.json``: ``payload`` (JSON-able) under its :func:`provenance`.
+
+    Parameters
+    ----------
+    name : str
+        File name without ``.json`` (letters, digits, ``_`` and ``-``).
+    payload : dict
+        The numbers (and the seeds that produced them).
+    directory : str
+        Usually the book's ``results`` directory.
+    seconds : float, optional
+        The run's wall-clock time, for the provenance.
+
+    Returns
+    -------
+    str
+        The path written.
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise ValueError(f"name must be letters, digits, '_' or '-'; got {name!r}")
+    if "provenance" in payload:
+        raise ValueError("payload must not have a 'provenance' key: save_results adds it")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.normpath(os.path.join(directory, f"{name}.json"))
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump({"provenance": provenance(seconds), **payload}, handle, indent=1)
+        handle.write("\n")
+    return path
+
+
+def load_results(name: str, directory: str = "results") -> tuple[dict, str]:
+    """A stored result and one line describing its provenance, for a chapter to print beside its numbers.
+
+    Parameters
+    ----------
+    name : str
+        File name without ``.json``.
+    directory : str
+        Default ``results`` (the chapters run in ``book/``).
+
+    Returns
+    -------
+    payload : dict
+        The stored numbers, with ``provenance`` removed.
+    description : str
+        E.g. ``"results/x.json: python reproduce/x.py at 1a2b3c4 (2026-11-23 12:00 UTC), 812 s, x86_64, 2 cores…"``.
+    """
+    path = os.path.join(directory, f"{name}.json")
+    with open(path, encoding="utf-8") as handle:
+        payload = json.load(handle)
+    origin = payload.pop("provenance")
+    seconds = "" if origin.get("seconds") is None else f", {origin['seconds']:.0f} s"
+    edited = " (with uncommitted changes)" if origin.get("dirty") else ""
+    description = (f"{path}: {origin['command']} at {origin['commit'][:7]}{edited} ({origin['date']}){seconds}, "
+                   f"{origin['machine']}; {origin['versions']}")  # fmt: skip
+    return payload, description

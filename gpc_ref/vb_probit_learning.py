@@ -1,0 +1,549 @@
+r"""Learning the kernel of Girolami & Rogers' variational probit classifier.
+
+Two ways, both around the fixed-kernel VB iterations of :mod:`gpc_ref.vb_probit`:
+
+- **G&R's importance sampling** (§4.4, eqs 4.5–4.8): the kernel precisions :math:`\varphi_d` get an
+  exponential prior with Gamma-distributed rates, and each VB iteration replaces them by a
+  self-normalised importance-sampling estimate of their posterior mean
+  (:func:`vb_probit_learn_kernel`). Stochastic; G&R run a fixed number of iterations.
+- **Maximising the bound** (not in the paper): the lower bound :math:`\mathcal L(\theta)` at the VB
+  fixed point is maximised over the kernel's log-parameters by L-BFGS-B (:func:`vb_probit_maximize_bound`).
+  At a fixed point :math:`\partial\mathcal L/\partial Q = 0`, so its gradient is that of
+  :math:`E_Q[\log p(\mathbf M\mid\theta)]` alone (the envelope theorem), which with
+  :math:`Q(\mathbf m_c) = N(K_c\boldsymbol\alpha_c, K_c(I + K_c)^{-1})` is the gradient of GP regression
+  with unit noise on the targets :math:`\widetilde{\mathbf y}_c`:
+
+  .. math:: \frac{\partial\mathcal L}{\partial\theta_j} = \tfrac12\sum_c
+            \operatorname{tr}\Bigl(\bigl(\boldsymbol\alpha_c\boldsymbol\alpha_c^T - (I + K_c)^{-1}\bigr)\,\partial_j K_c\Bigr).
+
+  Deterministic, with a gradient to test convergence on, and it can learn the signal variance too.
+
+Notation as in :mod:`gpc_ref.vb_probit`; :math:`\varphi_d = 1/(2\ell_d^2)` ← ``phi``, :math:`\psi_d` ← ``psi``,
+the Gamma hyperprior's shape and rate :math:`\sigma, \tau` ← ``prior_shape``, ``prior_rate``.
+
+References
+----------
+- [GR06] Girolami & Rogers (2006), §4.4, eqs 4.5–4.8, Appendix A.
+- [GPML] Rasmussen & Williams (2006), eq 5.9 (the gradient of the regression evidence).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import log_ndtr
+from scipy.special import logsumexp
+
+from .hyperparameters import HyperparameterFit
+from .hyperparameters import free_mask
+from .hyperparameters import maximize
+from .hyperparameters import theta_box
+from .kernels import SEKernel
+from .kernels import class_kernels
+from .kernels import stack_theta
+from .kernels import unstack_theta
+from .likelihoods import MultinomialProbitLikelihood
+from .likelihoods import normal_pdf_over_cdf
+from .linalg import cholesky
+from .linalg import solve_lower
+from .progress import with_progress
+from .validation import check_binary_labels
+from .validation import check_class_codes
+from .validation import check_matrix
+from .validation import check_positive
+from .validation import check_positive_int
+from .validation import check_rng
+from .vb_probit import VBResult
+from .vb_probit import factor_plus_identity
+from .vb_probit import latent_from_alpha
+from .vb_probit import solve_each
+from .vb_probit import vb_lower_bound
+from .vb_probit import vb_probit_binary
+from .vb_probit import vb_probit_multiclass
+
+__all__ = [
+    "precisions_from_kernel",
+    "kernel_from_precisions",
+    "ImportanceStep",
+    "importance_sample_precisions",
+    "update_psi",
+    "KernelLearning",
+    "vb_probit_learn_kernel",
+    "BoundFit",
+    "vb_bound_gradient",
+    "vb_probit_maximize_bound",
+]
+
+
+# --------------------------------------------------------------------------- kernel parameters by importance sampling
+def precisions_from_kernel(kernel: SEKernel) -> np.ndarray:
+    r"""G&R's precisions :math:`\varphi_d = 1/(2\ell_d^2)` of an :class:`~gpc_ref.kernels.SEKernel`.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+
+    Returns
+    -------
+    ndarray (1,) or (D,)
+        One precision, or one per input for an ARD kernel.
+    """
+    return 1.0 / (2.0 * np.atleast_1d(np.asarray(kernel.lengthscale, dtype=float)) ** 2)
+
+
+def kernel_from_precisions(kernel: SEKernel, phi: ArrayLike) -> SEKernel:
+    r"""A copy of ``kernel`` with lengthscales :math:`\ell_d = 1/\sqrt{2\varphi_d}` (the variance is kept).
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        Supplies everything but the lengthscales (and whether they are ARD).
+    phi : array_like (1,) or (D,)
+        Positive precisions :math:`\varphi_d`.
+
+    Returns
+    -------
+    SEKernel
+    """
+    phi = check_positive(phi, "phi")
+    lengthscale = 1.0 / np.sqrt(2.0 * np.atleast_1d(phi))
+    return kernel.with_params(lengthscale=lengthscale if kernel.ard else float(lengthscale[0]))
+
+
+@dataclass(frozen=True)
+class ImportanceStep:
+    """One importance-sampling estimate of the precisions (G&R eqs 4.5, 4.7).
+
+    ``phi_mean`` is the weighted mean of the sampled precisions; ``effective_sample_size``
+    (Kish, :math:`1/\\sum_s w_s^2`) shows how many samples carried the estimate;
+    ``n_failed`` counts samples whose covariance would not factorise (weight zero).
+    """
+
+    phi_mean: np.ndarray
+    effective_sample_size: float
+    n_failed: int
+
+
+def importance_sample_precisions(
+    kernel: SEKernel,
+    X: ArrayLike,
+    M: ArrayLike,
+    psi: ArrayLike,
+    *,
+    rng: np.random.Generator | int,
+    n_samples: int = 500,
+    include_trace: bool = True,
+) -> ImportanceStep:
+    r"""Posterior mean of the kernel precisions by importance sampling (G&R eqs 4.5, 4.7).
+
+    Draws :math:`\varphi^s_d \sim \operatorname{Exp}(\widetilde\psi_d)` (rate
+    :math:`\widetilde\psi_d`, mean :math:`1/\widetilde\psi_d`) and weights each sample
+    by the unnormalised :math:`Q(\varphi)` over the prior, normalised over the samples:
+
+    .. math:: \widetilde\varphi \approx \sum_s \varphi^s w(\varphi^s),\qquad
+              \log w(\varphi^s) = \sum_k\Bigl[\log N(\widetilde{\mathbf m}_k \mid 0, \mathbf C_{\varphi^s})
+              - \tfrac12\tr\bigl(\mathbf C_{\varphi^s}^{-1}\Sigma_k\bigr)\Bigr] + \text{const},
+
+    the sum running over the columns of ``M`` that share this kernel. The trace
+    term is the rest of :math:`E_{Q(\mathbf m_k)}[\log N(\mathbf m_k|0, \mathbf C_\varphi)]`;
+    eq 4.5 and Appendix A.3 as printed omit it (``include_trace=False``
+    reproduces the printed weights). The book shows that without it the
+    precisions all collapse towards zero on the toy problem of §6.1.
+
+    :math:`\Sigma_k = \mathbf C_{\widetilde\varphi}(\mathbf I + \mathbf C_{\widetilde\varphi})^{-1}`
+    belongs to the current kernel (``kernel``). With :math:`\mathbf C_{\widetilde\varphi} = \tilde L\tilde L^T` and
+    :math:`\mathbf I + \tilde L^T\tilde L = G G^T`, :math:`\Sigma = S S^T` with
+    :math:`S = \tilde L G^{-T}` (push-through identity), so the trace is
+    :math:`\|L_s^{-1} S\|_F^2` for the factor :math:`L_s` of :math:`\mathbf C_{\varphi^s}`:
+    no inverse is formed. A sample whose covariance does not factorise with the
+    kernel's own jitter gets weight zero and is counted in ``n_failed``.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        The current kernel :math:`\mathbf C_{\widetilde\varphi}`; supplies the variance,
+        jitter and whether there is one precision or one per input.
+    X : array_like (n, d)
+        Training inputs.
+    M : array_like (n,) or (n, C)
+        Posterior means of the GP columns that share ``kernel``.
+    psi : array_like
+        Current rates :math:`\widetilde\psi_d` (length 1 or d).
+    rng : numpy.random.Generator or int
+    n_samples : int
+        Importance samples :math:`\varphi^s`.
+    include_trace : bool
+        Include :math:`-\tfrac12\tr(\mathbf C_{\varphi}^{-1}\Sigma_k)` in the weights (default) or not (as printed).
+
+    Returns
+    -------
+    ImportanceStep
+    """
+    rng = check_rng(rng)
+    n_samples = check_positive_int(n_samples, "n_samples")
+    X = check_matrix(X, "X")
+    M = np.asarray(M, dtype=float)
+    M = M[:, None] if M.ndim == 1 else M
+    psi = check_positive(psi, "psi")
+    n_phi = len(np.atleast_1d(psi))
+    n_cols = M.shape[1]
+    if include_trace:
+        # a square root S of Σ = C̃ (I + C̃)⁻¹ for the current kernel: S = L̃ G⁻ᵀ, G Gᵀ = I + L̃ᵀL̃
+        L_cur = cholesky(kernel.K(X), name="K(X) of the current kernel").L
+        G = cholesky(np.eye(X.shape[0]) + L_cur.T @ L_cur, name="I + L^T L").L
+        S = solve_lower(G, L_cur.T).T  # (G⁻¹ L̃ᵀ)ᵀ = L̃ G⁻ᵀ
+    # G&R (2006) §4.3: φ_d^s ~ Exp(ψ̃_d)  (numpy's scale is the mean 1/ψ̃_d)
+    samples = rng.exponential(scale=1.0 / np.atleast_1d(psi), size=(int(n_samples), n_phi))
+    samples = np.maximum(samples, np.finfo(float).tiny)
+    log_w = np.full(int(n_samples), -np.inf)
+    n_failed = 0
+    for s in range(int(n_samples)):
+        C = kernel_from_precisions(kernel, samples[s]).K(X)
+        try:
+            factor = cholesky(C, max_tries=0, name="C_phi")
+        except np.linalg.LinAlgError:
+            n_failed += 1
+            continue
+        v = solve_lower(factor.L, M)
+        # G&R (2006) eq 4.5: log Π_k N(m̃_k | 0, C_φs); the 2π terms cancel in the normalisation
+        log_w[s] = -0.5 * np.sum(v * v) - 0.5 * n_cols * factor.log_det
+        if include_trace:
+            # E_{Q(m_k)} adds −½ tr(C_φs⁻¹ Σ_k) for each of the n_cols classes sharing the kernel
+            W = solve_lower(factor.L, S)
+            log_w[s] -= 0.5 * n_cols * np.sum(W * W)
+    if n_failed == len(log_w):
+        raise np.linalg.LinAlgError("no sampled covariance could be factorised; increase the kernel's jitter")
+    w = np.exp(log_w - logsumexp(log_w))
+    # G&R (2006) eq 4.7: φ̃ ← Σ_s φ^s w(φ^s)
+    phi_mean = w @ samples
+    return ImportanceStep(phi_mean, float(1.0 / np.sum(w**2)), n_failed)
+
+
+def update_psi(phi: ArrayLike, prior_shape: float = 1e-3, prior_rate: float = 1e-3) -> np.ndarray:
+    r"""Posterior mean of the exponential rates, :math:`\widetilde\psi_d = (\sigma + 1)/(\tau + \widetilde\varphi_d)` (G&R eq 4.8).
+
+    Parameters
+    ----------
+    phi : array_like
+        Precisions :math:`\widetilde\varphi_d`.
+    prior_shape, prior_rate : float
+        :math:`\sigma, \tau` of the Gamma prior on ψ.
+
+    Returns
+    -------
+    ndarray
+        :math:`\widetilde\psi_d`, the shape of ``phi``.
+    """
+    phi = np.asarray(phi, dtype=float)
+    # G&R (2006) eq 4.8 (Q(ψ_d) = Γ(σ + 1, τ + φ̃_d), App. A.4)
+    return (prior_shape + 1.0) / (prior_rate + phi)
+
+
+@dataclass(frozen=True)
+class KernelLearning:
+    """History of VB with the kernel precisions learnt by importance sampling (G&R §4.4, eqs 4.6–4.8).
+
+    Attributes
+    ----------
+    kernels : tuple of SEKernel
+        The final kernel(s): one shared by every class, or one per class.
+    phi_history : ndarray (n_iter + 1, G, D)
+        Precisions of each kernel group G before every iteration and after the last.
+    lower_bound : ndarray (n_iter,)
+        The bound, conditioned on the kernel in use, at every iteration.
+    alpha_history : ndarray (n_iter, n, C)
+        Dual weights after each Q(M) update, paired with ``phi_history[i]``
+        (the kernel that produced them), so predictions can be traced through the run.
+    effective_sample_size : ndarray (n_iter, G)
+        Kish effective sample size of each importance-sampling step.
+    """
+
+    kernels: tuple
+    phi_history: np.ndarray
+    lower_bound: np.ndarray
+    alpha_history: np.ndarray
+    effective_sample_size: np.ndarray
+
+
+def vb_probit_learn_kernel(
+    kernel: SEKernel | Sequence[SEKernel],
+    X: ArrayLike,
+    t: ArrayLike,
+    *,
+    rng: np.random.Generator | int,
+    n_iter: int = 50,
+    n_importance_samples: int = 500,
+    prior_shape: float = 1e-3,
+    prior_rate: float = 1e-3,
+    n_classes: int | None = None,
+    binary: bool = False,
+    likelihood: MultinomialProbitLikelihood | None = None,
+    include_trace: bool = True,
+    progress: bool = False,
+) -> KernelLearning:
+    r"""Variational Bayes with the kernel precisions learnt by importance sampling (G&R §4.4, eqs 4.6–4.8).
+
+    Each iteration makes the sequential posterior-mean updates of §4.4:
+
+    1. Q(M): :math:`\widetilde{\mathbf m}_k \leftarrow \mathbf C_{\widetilde\varphi}(\mathbf I + \mathbf C_{\widetilde\varphi})^{-1}(\widetilde{\mathbf m}_k + \mathbf p_k)` (eq 4.6);
+    2. Q(Y): the truncated-Gaussian means at the new :math:`\widetilde{\mathbf M}` (eqs 4.3, 4.4;
+       footnote 6 for binary), giving the next :math:`\mathbf P`; the bound,
+       conditioned on the current kernel, is recorded;
+    3. :math:`\widetilde\varphi \leftarrow \sum_s \varphi^s w(\varphi^s)` (eq 4.7, :func:`importance_sample_precisions`,
+       by default with the trace term the printed eq 4.5 omits);
+    4. :math:`\widetilde\psi_d \leftarrow (\sigma+1)/(\tau + \widetilde\varphi_d)` (eq 4.8).
+
+    Q(M) uses the plug-in :math:`\mathbf C_{\widetilde\varphi}^{-1}` for
+    :math:`E[\mathbf C_\varphi^{-1}]` (G&R App. A.1), and the weights are random,
+    so the bound is not guaranteed to rise here (it is for a fixed kernel).
+    The initial precisions are those of ``kernel`` (the paper started from
+    :math:`\varphi_d = 1`, i.e. ``lengthscale = 1/√2``), and :math:`\widetilde{\mathbf M}` starts at zero.
+
+    Parameters
+    ----------
+    kernel : SEKernel or sequence of SEKernel
+        One kernel shared by all classes (one φ for all, weights multiplied over
+        classes) or one per class (G&R's general φ_k). A scalar lengthscale learns
+        one common precision, an array one per input (ARD).
+    X : array_like (n, d)
+        Training inputs.
+    t : array_like (n,)
+        Class codes 0..K−1, or labels ±1 with ``binary=True``.
+    rng : numpy.random.Generator or int
+    n_iter : int
+        Number of iterations (the paper ran 50).
+    n_importance_samples : int
+        Samples per importance step (the paper used 500).
+    prior_shape, prior_rate : float
+        :math:`\sigma, \tau` of the Gamma prior on ψ (the paper: 1e-3 for the toy, vague).
+    n_classes : int, optional
+        K (default ``max(t) + 1``; ignored with ``binary=True``).
+    binary : bool
+        Use the one-GP binary model (labels ±1) instead of K GPs.
+    likelihood : MultinomialProbitLikelihood, optional
+        Carries the Gauss–Hermite rule of Q(Y) for K classes (default 48 nodes).
+    include_trace : bool
+        Weights with the trace term (default) or as printed in eq 4.5; see
+        :func:`importance_sample_precisions`.
+    progress : bool
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    KernelLearning
+        Run :func:`vb_probit_multiclass` (or :func:`vb_probit_binary`) with
+        ``KernelLearning.kernels`` fixed afterwards to converge Q(M)Q(Y) for them.
+    """
+    rng = check_rng(rng)
+    X = check_matrix(X, "X")
+    n = X.shape[0]
+    likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
+    if binary:
+        t = check_binary_labels(t, "t", length=n)
+        n_cols = 1
+    else:
+        t, n_cols = check_class_codes(t, n, n_classes)
+    per_class, shared = class_kernels(kernel, n_cols)
+    kernels = [per_class[0]] if shared else list(per_class)
+    groups = [list(range(n_cols))] if len(kernels) == 1 else [[k] for k in range(n_cols)]
+    check_positive(prior_shape, "prior_shape")
+    check_positive(prior_rate, "prior_rate")
+    phi = [precisions_from_kernel(k) for k in kernels]
+    # G&R (2006) eq 4.8 at the initial precisions
+    psi = [update_psi(p, prior_shape, prior_rate) for p in phi]
+    mats = [k.K(X) for k in kernels]
+    factors = factor_plus_identity(mats)
+    alpha = np.zeros((n, n_cols))
+    M = latent_from_alpha(mats, alpha)
+    phi_history, bounds, alphas, ess = [np.array(phi)], [], [], []
+
+    def q_y(M):
+        """Q(Y): eqs 4.3–4.4 (K classes) or footnote 6 (binary); returns (Ỹ, log Z)."""
+        if binary:
+            m = M[:, 0]
+            return (m + t * normal_pdf_over_cdf(t * m))[:, None], log_ndtr(t * m)
+        P, log_Z = likelihood.cone_mean_shift(t, M)
+        return M + P, log_Z
+
+    Y, _ = q_y(np.zeros((n, n_cols)))  # Q(Y) at M̃ = 0
+    for _ in with_progress(range(check_positive_int(n_iter, "n_iter")), progress, "VB + importance sampling"):
+        # Q(M): G&R (2006) eq 4.6 with the current kernel C_φ̃ (α_k = (I + C)⁻¹ ỹ_k, m̃_k = C α_k)
+        alpha = solve_each(factors, Y)
+        M = latent_from_alpha(mats, alpha)
+        alphas.append(alpha)
+        # Q(Y) at the new means, and the bound conditioned on the current kernel (App. C)
+        Y, log_Z = q_y(M)
+        bounds.append(vb_lower_bound(log_Z, alpha, M, factors))
+        # Q(φ) by importance sampling (eqs 4.5, 4.7), then Q(ψ) (eq 4.8)
+        step_ess = []
+        for g, cols in enumerate(groups):
+            step = importance_sample_precisions(
+                kernels[g], X, M[:, cols], psi[g], rng=rng, n_samples=n_importance_samples, include_trace=include_trace
+            )
+            phi[g] = step.phi_mean
+            psi[g] = update_psi(phi[g], prior_shape, prior_rate)
+            kernels[g] = kernel_from_precisions(kernels[g], phi[g])
+            step_ess.append(step.effective_sample_size)
+        ess.append(step_ess)
+        phi_history.append(np.array(phi))
+        mats = [k.K(X) for k in kernels]
+        factors = factor_plus_identity(mats)
+    return KernelLearning(tuple(kernels), np.array(phi_history), np.array(bounds), np.array(alphas), np.array(ess))
+
+
+# --------------------------------------------------------------------------- kernel parameters by maximising the bound
+@dataclass(frozen=True)
+class BoundFit:
+    r"""Result of :func:`vb_probit_maximize_bound`.
+
+    Attributes
+    ----------
+    kernel : SEKernel or tuple of SEKernel
+        The kernel(s) at the maximum: one shared by every class, or one per class.
+    vb : VBResult
+        The converged VB posterior at that kernel.
+    lower_bound : float
+        :math:`\mathcal L` there.
+    converged : bool
+        The projected gradient passed :func:`gpc_ref.hyperparameters.maximize`'s test (and the VB
+        iterations converged at the returned kernel).
+    optimization : HyperparameterFit
+        The search.
+    trace : ndarray (n_evaluations, 3)
+        Every evaluation of the search in order: the bound (NaN where VB failed), seconds since the
+        start, and the VB iterations it took.
+    """
+
+    kernel: object
+    vb: VBResult = field(repr=False)
+    lower_bound: float
+    converged: bool
+    optimization: HyperparameterFit = field(repr=False)
+    trace: np.ndarray = field(repr=False)
+
+
+def vb_bound_gradient(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike, vb: VBResult) -> np.ndarray:
+    r"""Gradient of the converged VB bound with respect to the kernel log-parameters (module docstring).
+
+    :math:`\partial\mathcal L/\partial\theta_j = \tfrac12\sum_c\operatorname{tr}\bigl((\boldsymbol\alpha_c
+    \boldsymbol\alpha_c^T - (I + K_c)^{-1})\,\partial_j K_c\bigr)`, the GP-regression evidence gradient
+    ([GPML] eq 5.9) with unit noise, valid at a fixed point of the VB iterations only.
+
+    Parameters
+    ----------
+    kernel : SEKernel or sequence of SEKernel
+        The kernel shared by every GP column, or one per column (the kernel ``vb`` was run with).
+    X : ndarray (n, D)
+        Training inputs.
+    vb : VBResult
+        The converged VB posterior at ``kernel``.
+
+    Returns
+    -------
+    ndarray
+        In :func:`gpc_ref.kernels.stack_theta` order: ``kernel.theta``, or the per-column thetas concatenated.
+    """
+    X = check_matrix(X, "X")
+    n_columns = vb.alpha.shape[1]
+    per_class, shared = class_kernels(kernel, n_columns)
+    identity = np.eye(X.shape[0])
+    gradient = []
+    for g, k in enumerate(per_class[:1] if shared else per_class):
+        columns = list(range(n_columns)) if shared else [g]
+        A = vb.alpha[:, columns]
+        # with a shared kernel the C columns share one factor of I + K
+        Q = A @ A.T - len(columns) * vb.factors[min(g, len(vb.factors) - 1)].solve(identity)
+        gradient.append(0.5 * k.gradient_traces(X, 0.5 * (Q + Q.T)))
+    return np.concatenate(gradient)
+
+
+def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike, t: ArrayLike, *,
+                             n_classes: int | None = None, binary: bool = False, fixed: Sequence[str] = (),
+                             likelihood: MultinomialProbitLikelihood | None = None, n_restarts: int = 0,
+                             rng: np.random.Generator | int | None = None, max_iter: int = 200, tol: float = 1e-5,
+                             vb_tol: float = 1e-10, vb_max_iter: int = 5000,
+                             progress: bool = False) -> BoundFit:  # fmt: skip
+    r"""Kernel hyperparameters by maximising the VB lower bound at its fixed point (type-II ML on the bound).
+
+    For each :math:`\theta` the VB iterations are run to their fixed point (warm-started from the last
+    :math:`\boldsymbol\alpha`, SQUAREM-accelerated), and :math:`\mathcal L(\theta)` and its gradient
+    (module docstring) go to :func:`gpc_ref.hyperparameters.maximize`. Unlike G&R's importance sampler this
+    is deterministic and stops on a gradient test; it learns every entry of ``kernel.theta`` (the signal
+    variance included) that ``fixed`` does not name.
+
+    Parameters
+    ----------
+    kernel : SEKernel or sequence of SEKernel
+        Starting kernel shared by every class, or one per class.
+    X : ndarray (n, D)
+        Training inputs.
+    t : array (n,)
+        Class codes 0..C−1, or labels ±1 with ``binary=True``.
+    n_classes : int, optional
+        C (default ``max(t) + 1``).
+    binary : bool
+        The one-GP binary model (G&R §4.4.1).
+    fixed : sequence of str
+        Kernel parameter names held at their starting values (for per-class kernels, in every class).
+    likelihood : MultinomialProbitLikelihood, optional
+        The quadrature rule of the expectations over :math:`u` (default 48 nodes).
+    n_restarts, rng, max_iter, tol, progress
+        As in :func:`gpc_ref.hyperparameters.maximize`.
+    vb_tol, vb_max_iter : float, int
+        The VB iterations' tolerance and limit at each :math:`\theta` (tight: the gradient assumes a fixed point).
+
+    Returns
+    -------
+    BoundFit
+    """
+    X = check_matrix(X, "X")
+    n = X.shape[0]
+    if binary:
+        t = check_binary_labels(t, "t", length=n)
+        n_columns = 1
+    else:
+        t, n_columns = check_class_codes(t, n, n_classes)
+    likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
+    per_class, shared = class_kernels(kernel, n_columns)
+    kernels = per_class[:1] if shared else per_class
+    theta0 = stack_theta(kernel, n_columns)
+    free = np.concatenate([free_mask(k, fixed) for k in kernels])
+    warm = {"alpha": None, "vb": None}
+    trace = []
+    start = time.perf_counter()
+
+    def run_vb(current):
+        mats = np.stack([k.K(X) for k in (current if isinstance(current, tuple) else (current,))])
+        options = {"max_iter": vb_max_iter, "tol": vb_tol, "alpha_init": warm["alpha"], "warn": False,
+                   "accelerate": True}  # fmt: skip
+        if binary:
+            return mats, vb_probit_binary(mats, t, **options)
+        return mats, vb_probit_multiclass(mats, t, n_classes=n_columns, likelihood=likelihood, **options)
+
+    def bound_and_gradient(theta):
+        current = unstack_theta(kernel, theta, n_columns)
+        mats, vb = run_vb(current)
+        bound = vb.log_marginal_likelihood_bound if vb.converged else np.nan
+        trace.append((bound, time.perf_counter() - start, vb.n_iter))
+        if not vb.converged:
+            raise np.linalg.LinAlgError("the VB iterations did not converge at these hyperparameters")
+        warm.update(alpha=vb.alpha, vb=vb)
+        return vb.log_marginal_likelihood_bound, vb_bound_gradient(current, X, vb)
+
+    def reset():
+        warm["alpha"] = None
+
+    search = maximize(bound_and_gradient, theta0, bounds=theta_box(kernels), free=free, n_restarts=n_restarts,
+                      rng=rng, max_iter=max_iter, tol=tol, reset=reset, progress=progress,
+                      description="vb_probit_maximize_bound")  # fmt: skip
+    best = unstack_theta(kernel, search.theta, n_columns)
+    warm["alpha"] = None
+    _, vb = run_vb(best)
+    return BoundFit(kernel=best, vb=vb, lower_bound=vb.log_marginal_likelihood_bound,
+                    converged=bool(search.converged and vb.converged), optimization=search,
+                    trace=np.array(trace, dtype=float).reshape(-1, 3))  # fmt: skip

@@ -1,0 +1,160 @@
+"""The built book, inspected: the rendering failures a reader would see must not come back.
+
+Runs on the HTML that ``make test`` builds, which it names in ``GPC_BOOK_HTML`` after building
+(``GPC_BOOK_HTML=_build/test-build/_build/html pytest tests/test_book_html.py`` by hand); skipped
+without it, so that a plain ``pytest tests`` never inspects a stale build. Checks, page by page, inside the article
+(not the navigation):
+
+- no numpy scalar reprs (``np.float64(0.523)``) where a number was glued;
+- no raw TeX in link text (a ``{ref}`` to a heading that contains math);
+- no unparsed MyST (``{ref}`...``, ``{glue:text}``, ``:::{``) outside code;
+- every image is a numbered, captioned figure;
+- every chapter links to the notation page and to at least three other chapters;
+- the thebe script is included at most once; the bibliography's labels are author–year, like the
+  citations.
+"""
+
+import os
+import pathlib
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HTML = pathlib.Path(os.environ.get("GPC_BOOK_HTML", "/nonexistent"))
+TOC = ROOT / "_toc.yml"
+NOT_CHAPTERS = {"intro", "notation", "errata", "bibliography", "glossary", "gaussian_identities"}
+
+pytestmark = pytest.mark.skipif(not (HTML / "book").is_dir(), reason="GPC_BOOK_HTML names no built book")
+
+
+def _toc_pages():
+    return re.findall(r"file:\s*book/(\w+)", TOC.read_text())
+
+
+def _chapters():
+    return [page for page in _toc_pages() if page not in NOT_CHAPTERS]
+
+
+class _Article(HTMLParser):
+    """Collects, inside <article>: text outside code, links (href, text), and images with their figure state."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.depth = 0  # inside <article>
+        self.code = 0  # inside <pre>/<code>
+        self.text = []
+        self.links = []
+        self._link = None
+        self.images = []  # (src, inside a <figure>, caption text)
+        self._figures = []  # stack of [caption text parts, images]
+        self._caption = 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "article":
+            self.depth += 1
+        if not self.depth:
+            return
+        if tag in ("pre", "code"):
+            self.code += 1
+        elif tag == "a":
+            self._link = [attrs.get("href") or "", []]
+        elif tag == "figure":
+            self._figures.append([[], []])
+        elif tag == "figcaption":
+            self._caption += 1
+        elif tag == "img":
+            if self._figures:
+                self._figures[-1][1].append(attrs.get("src", ""))
+            else:
+                self.images.append((attrs.get("src", ""), False, ""))
+
+    def handle_endtag(self, tag):
+        if not self.depth:
+            return
+        if tag == "article":
+            self.depth -= 1
+        elif tag in ("pre", "code"):
+            self.code -= 1
+        elif tag == "a" and self._link is not None:
+            self.links.append((self._link[0], "".join(self._link[1]).strip()))
+            self._link = None
+        elif tag == "figcaption":
+            self._caption -= 1
+        elif tag == "figure" and self._figures:
+            caption, images = self._figures.pop()
+            for src in images:
+                self.images.append((src, True, " ".join("".join(caption).split())))
+
+    def handle_data(self, data):
+        if not self.depth:
+            return
+        if self._link is not None:
+            self._link[1].append(data)
+        if self._caption and self._figures:
+            self._figures[-1][0].append(data)
+        if not self.code:
+            self.text.append(data)
+
+
+def _parse(page):
+    path = HTML / "book" / f"{page}.html"
+    parser = _Article()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return path.read_text(encoding="utf-8"), parser
+
+
+@pytest.mark.parametrize("page", _toc_pages())
+def test_no_numpy_scalar_reprs(page):
+    _, article = _parse(page)
+    text = "".join(article.text)
+    found = re.findall(r"np\.(?:float|int)\d*\([^)]*\)", text)
+    assert not found, f"{page}: glue a Python float (round(float(x), k)), not {found[:3]}"
+
+
+@pytest.mark.parametrize("page", _toc_pages())
+def test_no_raw_tex_in_link_text(page):
+    _, article = _parse(page)
+    raw = [text for _, text in article.links if re.search(r"\\\(|\\\[|\$|\\[a-zA-Z]+", text)]
+    assert not raw, f"{page}: links show TeX source {raw[:3]}; give the {{ref}} an explicit text"
+
+
+@pytest.mark.parametrize("page", _toc_pages())
+def test_no_unparsed_markup(page):
+    _, article = _parse(page)
+    text = "".join(article.text)
+    found = re.findall(r"\{(?:ref|numref|eq|cite|glue:text|glue:figure|glue)\}`[^`]*`|:::\{|```\{", text)
+    assert not found, f"{page}: unparsed MyST {found[:3]}"
+    assert "??" not in text.replace("???", ""), f"{page}: an unresolved number ('??')"
+
+
+@pytest.mark.parametrize("page", _toc_pages())
+def test_every_image_is_a_numbered_captioned_figure(page):
+    _, article = _parse(page)
+    bare = [src for src, in_figure, caption in article.images if not in_figure or not re.match(r"Fig\.?\s*\d", caption)]
+    assert not bare, f"{page}: {len(bare)} image(s) without a numbered caption, e.g. {bare[:2]}"
+
+
+@pytest.mark.parametrize("page", _chapters())
+def test_chapter_links_notation_and_other_chapters(page):
+    _, article = _parse(page)
+    targets = {re.sub(r"[#?].*$", "", href).split("/")[-1].removesuffix(".html") for href, _ in article.links}
+    assert "notation" in targets, f"{page} does not link the notation page"
+    others = targets & (set(_chapters()) - {page})
+    assert len(others) >= 3, f"{page} links only {sorted(others)} among the other chapters"
+
+
+@pytest.mark.parametrize("page", _toc_pages())
+def test_thebe_script_at_most_once(page):
+    html, _ = _parse(page)
+    assert len(re.findall(r"<script[^>]*sphinx-thebe\.js", html)) <= 1
+
+
+def test_bibliography_labels_match_author_year_citations():
+    html, _ = _parse("bibliography")
+    labels = re.findall(r'<span class="label"><span class="fn-bracket">\[</span>([^<]*)<', html)
+    assert labels, "no bibliography entries found"
+    numeric = [label for label in labels if label.strip().isdigit()]
+    assert not numeric, f"numbered bibliography labels {numeric[:3]} beside author-year citations"

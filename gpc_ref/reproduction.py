@@ -37,6 +37,7 @@ __all__ = [
     "STATUSES",
     "glue_name",
     "read_scoreboard",
+    "agreement",
     "record",
     "provenance",
     "save_results",
@@ -81,6 +82,36 @@ def read_scoreboard(path: str = "reproductions.csv") -> list[dict[str, str]]:
         return []
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def agreement(paper_value: float, our_value: float, our_error_bar: float | None, *,
+              resolution: float = 0.0) -> str | None:  # fmt: skip
+    """The status a comparison earns by itself, or None when it needs an explanation.
+
+    ``"reproduced"`` when the two values differ by at most ``resolution`` (the precision the paper
+    prints, e.g. 0.005 for a rate given to two decimals, 0 for counts); ``"within error bars"`` when
+    they differ by at most two of our standard errors; otherwise None, and the chapter must run the
+    experiment that explains the gap (status ``"not reproduced: explained"``) or say it is open.
+
+    Parameters
+    ----------
+    paper_value, our_value : float
+        The paper's number and ours.
+    our_error_bar : float or None
+        One standard error of ours (binomial, or over splits); None if there is none.
+    resolution : float
+        Half the last printed digit of the paper's number, or 0.
+
+    Returns
+    -------
+    str or None
+    """
+    difference = abs(float(paper_value) - float(our_value))
+    if difference <= resolution:
+        return "reproduced"
+    if our_error_bar is not None and difference <= 2.0 * float(our_error_bar):
+        return "within error bars"
+    return None
 
 
 def _number(value, name):

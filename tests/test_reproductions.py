@@ -39,6 +39,15 @@ def test_record_upserts_sorted_rows_and_validates(tmp_path):
     assert glue_name("GR06", "Table 1", "Iris error (%)") == "repro-gr06-table-1-iris-error"
 
 
+def test_agreement_statuses():
+    from gpc_ref.reproduction import agreement
+
+    assert agreement(0.245, 0.2449, None, resolution=0.0005) == "reproduced"
+    assert agreement(3, 6, 1.7) == "within error bars"
+    assert agreement(3, 6, 1.4) is None
+    assert agreement(68, 66, None) is None
+
+
 def _glued_values():
     """{(chapter label, glue name): the glued text/plain} over every notebook's stored outputs."""
     found = {}

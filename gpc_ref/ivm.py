@@ -1,4 +1,4 @@
-r"""Sparse multi-class GP classification: the informative vector machine by ADF (Girolami & Rogers §5).
+r"""Sparse multi-class GP classification: the informative vector machine, one sweep of variational sites (G&R §5).
 
 Girolami & Rogers' variational posterior over the K latent functions is, given the means
 :math:`\tilde{\mathbf y}` of the auxiliary variables, K independent GP *regressions* with unit noise
@@ -48,7 +48,7 @@ References
 - [Lawrence03] Lawrence, Seeger & Herbrich (2003), *Fast sparse Gaussian process methods: the
   informative vector machine*, NIPS 15: ADF inclusion of one point at a time, the low-rank
   :math:`M` representation, and the entropy-reduction selection criterion.
-- [Minka01] Minka (2001): assumed density filtering as one pass of expectation propagation.
+- [Minka01] Minka (2001): assumed density filtering, whose one-pass schedule (not its moment-matched sites) the IVM keeps.
 - [GPML] Rasmussen & Williams (2006), eqs 2.25–2.26 (GP regression, used for the predictions).
 """
 

@@ -452,8 +452,8 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike, likelihood: BinaryLikelihood | 
     return EvidenceEstimate(float(log_mean), float(std_error), float(ess), int(n_chains))
 
 
-def probit_orthant_log_evidence(K: ArrayLike, y: ArrayLike, *, abseps: float = 1e-10, releps: float = 1e-7,
-                                maxpts: int = 2_000_000) -> float:  # fmt: skip
+def probit_orthant_log_evidence(K: ArrayLike, y: ArrayLike, *, rng: np.random.Generator | int | None = 0,
+                                abseps: float = 1e-10, releps: float = 1e-7, maxpts: int = 2_000_000) -> float:  # fmt: skip
     r"""The exact probit evidence :math:`\log p(\mathbf y) = \log\int\prod_i\Phi(y_if_i)N(\mathbf f\mid 0, K)d\mathbf f`.
 
     :math:`\Phi(y_if_i) = P(y_i(f_i + \varepsilon_i) > 0)` with independent :math:`\varepsilon_i\sim N(0,1)`, so
@@ -468,6 +468,9 @@ def probit_orthant_log_evidence(K: ArrayLike, y: ArrayLike, *, abseps: float = 1
         Prior covariance.
     y : array (n,)
         Labels in {−1, +1}.
+    rng : numpy.random.Generator or int, optional
+        The randomisation of Genz's lattice rule (default seed 0, so that repeated calls agree; None draws
+        fresh randomness).
     abseps, releps, maxpts : float, float, int
         Genz's absolute and relative error tolerances and evaluation budget.
 
@@ -484,7 +487,7 @@ def probit_orthant_log_evidence(K: ArrayLike, y: ArrayLike, *, abseps: float = 1
     covariance = y[:, None] * (K + np.eye(K.shape[0])) * y[None, :]
     distribution = multivariate_normal(np.zeros(K.shape[0]), covariance, maxpts=int(maxpts), abseps=abseps,
                                        releps=releps)  # fmt: skip
-    return float(np.log(distribution.cdf(np.zeros(K.shape[0]))))
+    return float(np.log(distribution.cdf(np.zeros(K.shape[0]), rng=np.random.default_rng(rng))))
 
 
 def autocorrelation(chain: ArrayLike, max_lag: int | None = None) -> np.ndarray:

@@ -35,6 +35,15 @@ def test_ais_matches_quadrature_for_tiny_problems(likelihood, n):
     assert abs(estimate - exact) < 4 * standard_error + 0.01
 
 
+def test_probit_orthant_evidence_is_reproducible_with_its_rng():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2))
+    K = SEKernel(variance=2.0, lengthscale=1.0).K(X)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    assert probit_orthant_log_evidence(K, y) == probit_orthant_log_evidence(K, y)
+    assert probit_orthant_log_evidence(K, y, rng=5) == probit_orthant_log_evidence(K, y, rng=5)
+
+
 @pytest.mark.parametrize("n, variance", [(8, 1.0), (15, 3.0)])
 def test_ais_matches_the_probit_orthant_probability(n, variance):
     """Probit: p(y) = P(y_i (f_i + ε_i) > 0 for all i) with f + ε ~ N(0, K + I), an orthant probability."""

@@ -53,6 +53,7 @@ test: lint $(MATHJAX)
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
 	rm -rf _build/test-build
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output _build/test-build
+	GPC_BOOK_HTML=_build/test-build/_build/html $(BIN)/python -m pytest tests/test_book_html.py -p no:cacheprovider
 	@echo "make test: lint, unit tests, notebooks, the book build and its HTML checks all passed"
 
 unit: $(STAMP)

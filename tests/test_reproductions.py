@@ -60,8 +60,11 @@ def _glued_values():
             for output in cell.get("outputs", []):
                 name = output.get("metadata", {}).get("scrapbook", {}).get("name", "")
                 if name.startswith("repro-"):
+                    # glue(..., display=False) stores the value under papermill's record mime type
+                    data = output["data"]
+                    value = data.get("text/plain", data.get("application/papermill.record/text/plain"))
                     for label in labels:
-                        found[(label, name)] = output["data"]["text/plain"]
+                        found[(label, name)] = value
     return found
 
 

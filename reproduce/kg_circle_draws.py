@@ -13,20 +13,15 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from _shared import ep_fit_row
 
 from gpc_ref import ConvergenceWarning
 from gpc_ref.datasets import make_label_noise_circle
-from gpc_ref.ep import ep_predict
 from gpc_ref.ep_learning import em_ep
 from gpc_ref.kernels import SEKernel
 from gpc_ref.likelihoods import LabelNoiseLikelihood
 
 SEEDS = list(range(20))
-
-
-def test_error(fit, X_train, X_test, y_test):
-    proba = ep_predict(fit.ep, fit.kernel.K(X_train, X_test), fit.kernel.diag(X_test)).proba
-    return float(np.mean(np.where(proba > 0.5, 1, -1) != y_test))
 
 
 def main():
@@ -43,10 +38,7 @@ def main():
                 warnings.simplefilter("ignore", ConvergenceWarning)  # recorded in the row
                 fit = em_ep(start, X, y, likelihood=likelihood, learn_epsilon=learn, tol=1e-4, max_iter=500,
                             acceleration="squarem")  # fmt: skip
-            row[f"{name}_error"] = test_error(fit, X, data.X_test, data.y_test)
-            row[f"{name}_log_evidence"] = float(fit.log_evidence)
-            row[f"{name}_epsilon"] = float(fit.epsilon)
-            row[f"{name}_converged"] = bool(fit.converged)
+            row.update(ep_fit_row(name, fit, X, data))
         rows.append(row)
         print(row, flush=True)
     return {"experiment": __doc__.splitlines()[0], "seeds": SEEDS, "rows": rows}

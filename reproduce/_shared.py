@@ -1,0 +1,20 @@
+"""Helpers shared by the paper-scale experiments (the runner skips files starting with ``_``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpc_ref.ep import ep_predict
+
+
+def ep_test_error(fit, X_train, X_test, y_test):
+    """Test error rate of an EM-EP or evidence fit (labels ±1): EP's predictive probability against ½."""
+    proba = ep_predict(fit.ep, fit.kernel.K(X_train, X_test), fit.kernel.diag(X_test)).proba
+    return float(np.mean(np.where(proba > 0.5, 1, -1) != y_test))
+
+
+def ep_fit_row(prefix, fit, X_train, data):
+    """One fit's entries of a result row: its log Z_EP, ε, test error on ``data`` and convergence, under ``prefix``."""
+    return {f"{prefix}_log_evidence": float(fit.log_evidence), f"{prefix}_epsilon": float(fit.epsilon),
+            f"{prefix}_error": ep_test_error(fit, X_train, data.X_test, data.y_test),
+            f"{prefix}_converged": bool(fit.converged)}  # fmt: skip

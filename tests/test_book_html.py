@@ -100,10 +100,10 @@ class _Article(HTMLParser):
 
 
 def _parse(page):
-    path = HTML / "book" / f"{page}.html"
+    html = (HTML / "book" / f"{page}.html").read_text(encoding="utf-8")
     parser = _Article()
-    parser.feed(path.read_text(encoding="utf-8"))
-    return path.read_text(encoding="utf-8"), parser
+    parser.feed(html)
+    return html, parser
 
 
 @pytest.mark.parametrize("page", _toc_pages())

@@ -185,26 +185,6 @@ def test_runs_are_reproducible():
     np.testing.assert_array_equal(c.y, d.y)
 
 
-def test_effective_sample_size_of_known_chains():
-    rng = np.random.default_rng(0)
-    iid = rng.standard_normal(20_000)
-    assert effective_sample_size(iid) == pytest.approx(20_000, rel=0.1)
-    rho = 0.8
-    ar = np.empty(50_000)
-    ar[0] = 0.0
-    for i in range(1, len(ar)):
-        ar[i] = rho * ar[i - 1] + np.sqrt(1 - rho**2) * rng.standard_normal()
-    assert effective_sample_size(ar) == pytest.approx(len(ar) * (1 - rho) / (1 + rho), rel=0.15)
-    both = effective_sample_size(np.column_stack([iid[:1000], ar[:1000]]))
-    assert both.shape == (2,) and both[0] > both[1]
-    # gpc_ref.exact's estimator (the one shared with HMC): a chain that never moved is worth one draw
-    assert effective_sample_size(np.full(100, 2.5)) == 1.0
-    np.testing.assert_array_equal(effective_sample_size(np.column_stack([np.zeros(50), iid[:50]]))[0], 1.0)
-    # anticorrelated chains are capped at n log10 n
-    alternating = np.tile([1.0, -1.0], 500)
-    assert effective_sample_size(alternating) == pytest.approx(1000 * np.log10(1000))
-
-
 def test_hard_inputs_stay_finite():
     """Duplicate points, a huge variance, extreme lengthscales and separable labels: finite samples."""
     rng = np.random.default_rng(0)

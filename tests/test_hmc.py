@@ -7,7 +7,6 @@ GP hyperparameters with the Laplace evidence (Williams & Barber 1997).
 - a mass matrix is the same chain as unit mass in rescaled coordinates (Neal 2011 §5.4.1);
 - NaN/inf energies and numerical failures are rejections, never NaN states;
 - same seed → same chain; bad arguments → ValueError;
-- the ESS and autocorrelation estimators (gpc_ref.exact) on chains with known answers (iid, AR(1));
 - laplace_hmc on a tiny problem: finite, reproducible, prior mapped to W&B's coordinates;
 - laplace_hmc_predict: the mixture over the samples of the fixed-θ Laplace predictions.
 """
@@ -19,7 +18,6 @@ import pytest
 from conftest import finite_difference_gradient
 
 from gpc_ref import ConvergenceWarning
-from gpc_ref.exact import autocorrelation
 from gpc_ref.exact import effective_sample_size
 from gpc_ref.hmc import HMCPrediction
 from gpc_ref.hmc import HMCResult
@@ -225,62 +223,6 @@ def test_options_are_keyword_only():
 def test_gradient_of_wrong_shape_raises():
     with pytest.raises(ValueError, match="gradient"):
         hmc_sample(lambda x: (0.0, np.zeros(3)), np.zeros(2), rng=0, n_iter=2)
-
-
-# ----------------------------------------------------------------------------- diagnostics
-def ar1_chain(rng, phi, n):
-    x = np.empty(n)
-    x[0] = rng.normal() / np.sqrt(1 - phi**2)
-    noise = rng.normal(size=n)
-    for t in range(1, n):
-        x[t] = phi * x[t - 1] + noise[t]
-    return x
-
-
-def test_autocorrelation_of_ar1_and_direct_formula():
-    rng = np.random.default_rng(4)
-    x = ar1_chain(rng, 0.7, 20000)
-    rho = autocorrelation(x, max_lag=5)
-    assert rho[0] == pytest.approx(1.0)
-    np.testing.assert_allclose(rho, 0.7 ** np.arange(6), atol=0.03)
-    # the FFT result equals the direct sum
-    short = x[:50]
-    c = short - short.mean()
-    direct = np.array([np.sum(c[: 50 - k] * c[k:]) for k in range(10)]) / np.sum(c * c)
-    np.testing.assert_allclose(autocorrelation(short, max_lag=9), direct, atol=1e-12)
-    # columns are treated separately
-    both = autocorrelation(np.column_stack([short, 2 * short + 1]), max_lag=9)
-    np.testing.assert_allclose(both[:, 1], direct, atol=1e-12)
-
-
-def test_effective_sample_size_known_cases():
-    rng = np.random.default_rng(8)
-    n = 20000
-    iid = rng.normal(size=n)
-    assert 0.9 * n < effective_sample_size(iid) < 1.1 * n
-    phi = 0.8
-    ess_ar = effective_sample_size(ar1_chain(rng, phi, n))
-    assert ess_ar == pytest.approx(n * (1 - phi) / (1 + phi), rel=0.2)
-    # an antithetic chain (negative lag-1 correlation) has ESS above n
-    assert effective_sample_size(ar1_chain(rng, -0.5, n)) > n
-    # a chain that never moved has one effective sample
-    assert effective_sample_size(np.ones(100)) == 1.0
-    np.testing.assert_array_equal(autocorrelation(np.ones(10), 3), np.ones(4))
-    ess2 = effective_sample_size(np.column_stack([iid[:1000], np.ones(1000)]))
-    assert ess2.shape == (2,) and ess2[1] == 1.0
-
-
-@pytest.mark.parametrize("bad", [np.ones(1), np.ones((3, 2, 2)), np.array([1.0, np.nan, 2.0])])
-def test_diagnostics_bad_input(bad):
-    with pytest.raises(ValueError, match="chain"):
-        effective_sample_size(bad)
-    with pytest.raises(ValueError, match="chain"):
-        autocorrelation(bad)
-
-
-def test_autocorrelation_bad_lag():
-    with pytest.raises(ValueError, match="max_lag"):
-        autocorrelation(np.arange(5.0), max_lag=5)
 
 
 # ----------------------------------------------------------------------------- W&B coordinates and prior

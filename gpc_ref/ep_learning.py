@@ -55,6 +55,7 @@ from .validation import check_binary_labels
 from .validation import check_choice
 from .validation import check_kernel
 from .validation import check_matrix
+from .validation import check_positive
 from .validation import check_positive_int
 
 __all__ = [
@@ -538,7 +539,7 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                          learn_epsilon: bool = True, fixed: Sequence[str] = (), n_restarts: int = 0,
                          rng: np.random.Generator | int | None = None, schedule: str = "parallel",
                          max_iter: int = 200, tol: float = 1e-5, damping: float = 1.0, ep_tol: float = 1e-6,
-                         progress: bool = False) -> EvidenceFitResult:  # fmt: skip
+                         ep_tol_per_gradient: float = 0.01, progress: bool = False) -> EvidenceFitResult:  # fmt: skip
     r"""Maximise :math:`\log Z_{EP}` (K&G eq 12) directly over the log-parameters (and ε).
 
     Each evaluation runs EP to convergence (warm-started from the previous sites) and uses the
@@ -555,7 +556,15 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     n_restarts, rng, max_iter, tol, progress
         As in :func:`gpc_ref.hyperparameters.maximize` (``max_iter`` counts L-BFGS-B iterations per start).
     ep_tol : float
-        EP's tolerance at every evaluation (tight, so that the gradient is that of a fixed point).
+        EP's site tolerance near the optimum (tight, so that the value and gradient the search stops on are
+        those of a fixed point).
+    ep_tol_per_gradient : float
+        Farther from the optimum EP stops at this multiple of the previous evaluation's relative gradient
+        (largest component over max(1, |log Z_EP|)), between ``ep_tol`` and 1e-3; 0 runs every evaluation
+        to ``ep_tol``. The gradient's error is a few times EP's site tolerance and log Z_EP's error is
+        second order in it (measured on 400 biopsies), so the default keeps the gradient within a few per
+        cent of itself while saving sweeps; the EP chapter (section "EM-EP against direct maximisation")
+        measures the saving.
 
     Returns
     -------
@@ -563,25 +572,26 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     """
     kernel = check_kernel(kernel)
     X, y, likelihood, epsilon0, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood, learn_epsilon)
+    ep_tol_per_gradient = float(check_positive(ep_tol_per_gradient, "ep_tol_per_gradient", allow_zero=True))
     free_theta = free_mask(kernel, fixed)
     theta0 = kernel.theta.copy()
     P = theta0.size
     ep_options = {"schedule": schedule, "damping": damping, "tol": ep_tol}
-    state = {"tau": None, "nu": None, "sweeps": 0, "start": time.perf_counter(), "trace": []}
+    state = {"tau": None, "nu": None, "sweeps": 0, "start": time.perf_counter(), "trace": [], "ep_tol": ep_tol}
 
     def unpack(params):
         return params[:P], (0.5 * float(expit(params[P])) if learn_epsilon else epsilon0)
 
     def reset():
         state["tau"] = state["nu"] = None
+        state["ep_tol"] = ep_tol
 
-    def log_evidence(params):
-        theta, epsilon = unpack(params)
-        current = kernel.with_theta(theta)
+    def run_ep(current, epsilon, tolerance):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                ep = _ep_at(current, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], **ep_options)
+                options = dict(ep_options, tol=tolerance)
+                ep = _ep_at(current, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], **options)
         except (np.linalg.LinAlgError, FloatingPointError):
             reset()
             raise
@@ -591,6 +601,19 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
         if learn_epsilon:
             # dε/dη = ε(1 − 2ε)
             gradient = np.append(gradient, ep_epsilon_gradient(ep, y) * epsilon * (1.0 - 2.0 * epsilon))
+        return ep, gradient
+
+    def log_evidence(params):
+        theta, epsilon = unpack(params)
+        current = kernel.with_theta(theta)
+        ep, gradient = run_ep(current, epsilon, state["ep_tol"])
+        relative = float(np.max(np.abs(gradient[free]))) / max(1.0, abs(ep.log_evidence))
+        if state["ep_tol"] > ep_tol and relative <= 10.0 * tol:
+            # near the optimum the value and gradient that the search stops on come from EP run to ep_tol
+            ep, gradient = run_ep(current, epsilon, ep_tol)
+        # far from it a looser EP suffices for the next evaluation: an inexact gradient, its error a few
+        # per cent of itself
+        state["ep_tol"] = float(np.clip(ep_tol_per_gradient * relative, ep_tol, 1e-3))
         return ep.log_evidence, gradient
 
     start, free, bounds = theta0, free_theta, theta_box(kernel)

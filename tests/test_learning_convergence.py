@@ -124,3 +124,25 @@ def test_weak_prior_map_on_real_data_does_not_raise():
     assert np.isfinite(model.log_marginal_likelihood_)
     assert fit.converged or any(issubclass(w.category, ConvergenceWarning) for w in caught)
     assert model.score(X, y) > 0.95
+
+
+def test_inexact_ep_inside_the_evidence_search_reaches_the_same_optimum_with_fewer_sweeps():
+    """``maximize_ep_evidence`` runs EP loosely far from the optimum (``ep_tol_per_gradient``): same
+    optimum as EP run to ``ep_tol`` at every evaluation, fewer sweeps, and the gradient it stops on is
+    that of EP run to ``ep_tol``."""
+    from gpc_ref.ep import expectation_propagation
+    from gpc_ref.ep_learning import maximize_ep_evidence
+    from gpc_ref.likelihoods import ProbitLikelihood
+
+    X, y = _binary(n=120)
+    y = np.where(y == 1, 1.0, -1.0)
+    tight = maximize_ep_evidence(SEKernel(), X, y, likelihood=ProbitLikelihood(), ep_tol_per_gradient=0.0)
+    loose = maximize_ep_evidence(SEKernel(), X, y, likelihood=ProbitLikelihood())
+    assert tight.converged and loose.converged
+    assert loose.log_evidence == pytest.approx(tight.log_evidence, abs=1e-4)
+    assert loose.n_sweeps < tight.n_sweeps
+    reference = expectation_propagation(loose.kernel.K(X), y, tol=1e-10)
+    gradient = ep_evidence_gradient(reference, kernel=loose.kernel, X=X)
+    assert _projected_max(gradient, loose.optimization) <= loose.optimization.tolerance
+    with pytest.raises(ValueError, match="ep_tol_per_gradient"):
+        maximize_ep_evidence(SEKernel(), X, y, ep_tol_per_gradient=-1.0)

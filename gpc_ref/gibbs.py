@@ -2,54 +2,64 @@ r"""Gibbs sampling for binary and multinomial probit GP classification (Albert &
 
 The augmented joint (G&R eq 3.2) has two simple conditionals:
 
-- :math:`\mathbf y_n \mid \mathbf m_n` is :math:`N(\mathbf m_n, I)` truncated to the cone
-  :math:`\mathcal C_{t_n} = \{\mathbf y: y_{t_n} > y_j\ \forall j \ne t_n\}`
-  (binary: :math:`N(m_n, 1)` truncated to :math:`t_n y_n > 0`);
-- :math:`\mathbf m_k \mid \mathbf y_k \sim N(\Sigma_k\mathbf y_k, \Sigma_k)`,
-  :math:`\Sigma_k = \mathbf C_k(\mathbf I + \mathbf C_k)^{-1}` — GP regression with unit noise.
+- :math:`\mathbf z_i \mid \mathbf f_i` is :math:`N(\mathbf f_i, I)` truncated to the cone
+  :math:`\mathcal C_k = \{\mathbf z_i: z_i^k > z_i^j\ \forall j \ne k\}` of the observed class :math:`k = c_i`
+  (binary: :math:`N(f_i, 1)` truncated to :math:`y_i z_i > 0`);
+- :math:`\mathbf f^c \mid \mathbf z^c \sim N(\Sigma_c\mathbf z^c, \Sigma_c)`,
+  :math:`\Sigma_c = K_c(I + K_c)^{-1}` — GP regression with unit noise.
 
-Notation (book symbol ← code name; G&R's symbol in brackets):
+Notation: the book's (n points indexed by i, C classes indexed by c; the point a subscript, the class a
+superscript, a sample or iteration a superscript in parentheses, :math:`\mathbf f^{(s)}`). Book symbol
+← code name, and G&R's symbol:
 
-=====================================  ====================  ======================================
-book                                   code                  G&R (2006)
-=====================================  ====================  ======================================
-class codes 0..K−1 / binary labels ±1  ``t``                 :math:`t_n`
-prior covariance of class k            ``K[k]``              :math:`\mathbf C_{\varphi_k}`
-GP values, auxiliaries                 ``m``, ``y``          :math:`\mathbf M, \mathbf Y`
-retained samples                       ``samples.m`` (S,n,C) :math:`\mathbf M^{(i)}`
-dual weights of a sample               ``samples.alpha``     :math:`(\mathbf I + \mathbf C_k)^{-1}\mathbf y_k^{(i)}`
-=====================================  ====================  ======================================
+============================================================  =====================  ======================================
+book                                                          code                   G&R (2006)
+============================================================  =====================  ======================================
+points, classes :math:`n, C`                                  ``n``, ``n_classes``   :math:`N, K`
+class :math:`c_i` (codes 0..C−1); binary label :math:`y_i`    ``t``                  :math:`t_n`
+prior covariance :math:`K_c` of class c                       ``K[c]``               :math:`\mathbf C_{\varphi_k}`
+GP values :math:`f_i^c`, all of them :math:`F` (n × C)        ``M`` (binary ``m``)   :math:`m_{nk}`, :math:`\mathbf M`
+one class :math:`\mathbf f^c`, one point :math:`\mathbf f_i`  ``M[:, c]``, ``M[i]``  :math:`\mathbf m_k`, :math:`\mathbf m_n`
+auxiliaries :math:`z_i^c`, all of them :math:`\mathbf z`      ``Y`` (binary ``y``)   :math:`y_{nk}`, :math:`\mathbf Y`
+one class :math:`\mathbf z^c`, one point :math:`\mathbf z_i`  ``Y[:, c]``, ``Y[i]``  :math:`\mathbf y_k`, :math:`\mathbf y_n`
+retained samples :math:`F^{(s)}`, :math:`\mathbf z^{(s)}`     ``samples.m``,         :math:`\mathbf M^{(i)}`, :math:`\mathbf Y^{(i)}`
+                                                              ``samples.y``
+dual weights :math:`\boldsymbol\alpha_c^{(s)}` of a sample    ``samples.alpha``      :math:`(\mathbf I + \mathbf C_k)^{-1}\mathbf y_k^{(i)}`
+============================================================  =====================  ======================================
+
+with :math:`\boldsymbol\alpha_c^{(s)} = (I + K_c)^{-1}\mathbf z^{c(s)}` (shape (S, n, C) for S retained samples).
 
 Sampling the cone-truncated Gaussian exactly
 --------------------------------------------
-For :math:`t_n = i`, let :math:`j^*` be the competitor with the largest mean.
-The pair :math:`(y_i, y_{j^*})` restricted to :math:`y_i > y_{j^*}` is drawn
-exactly: :math:`D = y_i - y_{j^*} \sim N(m_i - m_{j^*}, 2)` truncated to
+For :math:`c_i = k`, let :math:`j^*` be the competitor with the largest mean.
+The pair :math:`(z_i^k, z_i^{j^*})` restricted to :math:`z_i^k > z_i^{j^*}` is drawn
+exactly: :math:`D = z_i^k - z_i^{j^*} \sim N(f_i^k - f_i^{j^*}, 2)` truncated to
 :math:`D > 0` (inverse CDF in log space), then
-:math:`y_i \mid D \sim N(m_i + (D - m_i + m_{j^*})/2, \tfrac12)` and
-:math:`y_{j^*} = y_i - D`. The other components are drawn from
-:math:`N(m_j, 1)` and the draw is accepted if :math:`y_i` is the largest.
+:math:`z_i^k \mid D \sim N(f_i^k + (D - f_i^k + f_i^{j^*})/2, \tfrac12)` and
+:math:`z_i^{j^*} = z_i^k - D`. The other components are drawn from
+:math:`N(f_i^j, 1)` and the draw is accepted if :math:`z_i^k` is the largest.
 The accepted vector is an exact draw from the truncated Gaussian; the
-acceptance rate is :math:`\mathcal Z_n / \Phi((m_i - m_{j^*})/\sqrt2)`, one for
-K = 2. A point still unaccepted after ``max_rounds`` rounds is moved instead by
+acceptance rate is :math:`\mathcal Z_i / \Phi((f_i^k - f_i^{j^*})/\sqrt2)`, where
+:math:`\mathcal Z_i = P(c_i \mid \mathbf f_i)` is the probability of the cone: one for
+C = 2. A point still unaccepted after ``max_rounds`` rounds is moved instead by
 one sweep of the component-wise conditionals (each a one-dimensional truncated
-normal: :math:`y_j \mid y_i` below :math:`y_i`, then :math:`y_i` above
-:math:`\max_j y_j`), which also leaves the truncated Gaussian invariant;
-because the choice depends only on :math:`\mathbf m_n`, never on the current
-:math:`\mathbf y_n`, the mixture is still a valid Gibbs step.
+normal: :math:`z_i^j \mid z_i^k` below :math:`z_i^k`, then :math:`z_i^k` above
+:math:`\max_{j \ne k} z_i^j`), which also leaves the truncated Gaussian invariant;
+because the choice depends only on :math:`\mathbf f_i`, never on the current
+:math:`\mathbf z_i`, the mixture is still a valid Gibbs step.
 
-Sampling m_k | y_k without inverting anything (Matheron's rule)
+Sampling f^c | z^c without inverting anything (Matheron's rule)
 ---------------------------------------------------------------
-Draw :math:`\mathbf a \sim N(0, \mathbf C)` and :math:`\mathbf b \sim N(0, I)`; then
-:math:`\mathbf m = \mathbf a + \mathbf C(\mathbf I + \mathbf C)^{-1}(\mathbf y - \mathbf a - \mathbf b)`
-has mean :math:`\Sigma\mathbf y` and covariance :math:`\Sigma`. It needs the Cholesky
-factors of :math:`\mathbf C` and :math:`\mathbf I + \mathbf C`, computed once.
+Draw :math:`\mathbf a \sim N(0, K)` and :math:`\mathbf b \sim N(0, I)`; then
+:math:`\mathbf f = \mathbf a + K(I + K)^{-1}(\mathbf z - \mathbf a - \mathbf b)`
+has mean :math:`\Sigma\mathbf z` and covariance :math:`\Sigma`. It needs the Cholesky
+factors of :math:`K` and :math:`I + K`, computed once.
 
 References
 ----------
 - [AC93] Albert & Chib (1993): the auxiliary-variable Gibbs sampler for probit models.
 - [GR06] Girolami & Rogers (2006), eq 3.2 and Appendix D.
-- [GPML] Rasmussen & Williams (2006), §2.2 (the conditional of m given y).
+- [GPML] Rasmussen & Williams (2006), §2.2 (the conditional of f given z).
 """
 
 from __future__ import annotations
@@ -130,16 +140,16 @@ def sample_truncated_normal(
 
 
 def _cone_sweep(t, M, Y, rng):
-    """One sweep of the component-wise conditionals of N(m_n, I) on cone t_n (rows of M, Y)."""
+    """One sweep of the component-wise conditionals of N(f_i, I) on the cone of class c_i (rows of M, Y)."""
     n, K = M.shape
     rows = np.arange(n)
     Y = Y.copy()
     others = np.ones((n, K), dtype=bool)
     others[rows, t] = False
-    # y_nj | y_ni ~ N(m_nj, 1) truncated above at y_ni, for every j ≠ t_n (independent given y_ni)
+    # z_i^j | z_i^k ~ N(f_i^j, 1) truncated above at z_i^k, for every j ≠ k = c_i (independent given z_i^k)
     upper = np.broadcast_to(Y[rows, t][:, None], (n, K))
     Y[others] = sample_truncated_normal(M[others], rng=rng, upper=upper[others])
-    # y_ni | rest ~ N(m_ni, 1) truncated below at max_{j≠i} y_nj
+    # z_i^k | rest ~ N(f_i^k, 1) truncated below at max_{j≠k} z_i^j
     Y_masked = np.where(others, Y, -np.inf)
     Y[rows, t] = sample_truncated_normal(M[rows, t], rng=rng, lower=Y_masked.max(axis=1))
     return Y
@@ -153,7 +163,7 @@ def sample_cone_truncated_normal(
     Y_current: ArrayLike | None = None,
     max_rounds: int = 50,
 ) -> tuple[np.ndarray, int]:
-    r"""Draw :math:`\mathbf y_n \sim N(\mathbf m_n, I)` truncated to the cone of class :math:`t_n`, for every row.
+    r"""Draw :math:`\mathbf z_i \sim N(\mathbf f_i, I)` truncated to the cone of class :math:`c_i`, for every row i.
 
     Exact draws by the pairwise construction and rejection described in the
     module docstring. Points not accepted within ``max_rounds`` rounds are moved
@@ -164,18 +174,19 @@ def sample_cone_truncated_normal(
     Parameters
     ----------
     t : array_like (n,)
-        Class codes 0..K−1 (not checked: this is the inner step of the sampler).
-    M : array_like (n, K)
-        Means :math:`\mathbf m_n`, one row per point.
+        Classes :math:`c_i`, codes 0..C−1 (not checked: this is the inner step of the sampler).
+    M : array_like (n, C)
+        Means :math:`\mathbf f_i` (the sampler's current GP values), one row per point.
     rng : numpy.random.Generator or int
-    Y_current : array_like (n, K), optional
-        The current draws, each inside its cone: the start of the fallback sweep.
+    Y_current : array_like (n, C), optional
+        The current draws :math:`\mathbf z_i`, each inside its cone: the start of the fallback sweep.
     max_rounds : int
         Rejection rounds before the fallback (used only with ``Y_current``).
 
     Returns
     -------
-    Y : ndarray (n, K)
+    Y : ndarray (n, C)
+        The draws :math:`\mathbf z_i`, one row per point.
     n_swept : int
         How many points were moved by the sweep instead of an exact draw.
     """
@@ -194,16 +205,16 @@ def sample_cone_truncated_normal(
     while pending.size and rounds < limit:
         rounds += 1
         mi, mj = own[pending], M[pending, j_star[pending]]
-        # D = y_i − y_j* ~ N(m_i − m_j*, 2) truncated to D > 0
+        # D = z_i^k − z_i^j* ~ N(f_i^k − f_i^j*, 2) truncated to D > 0  (k = c_i)
         D = (mi - mj) + np.sqrt(2.0) * sample_truncated_normal(
             np.zeros(len(pending)), rng=rng, lower=-(mi - mj) / np.sqrt(2.0)
         )
-        # y_i | D ~ N(m_i + (D − (m_i − m_j*))/2, 1/2);  y_j* = y_i − D
+        # z_i^k | D ~ N(f_i^k + (D − (f_i^k − f_i^j*))/2, 1/2);  z_i^j* = z_i^k − D
         yi = mi + 0.5 * (D - (mi - mj)) + np.sqrt(0.5) * rng.standard_normal(len(pending))
         draw = M[pending] + rng.standard_normal((len(pending), K))
         draw[np.arange(len(pending)), t[pending]] = yi
         draw[np.arange(len(pending)), j_star[pending]] = yi - D
-        # accept when y_i is the largest component (only the other K − 2 can violate it)
+        # accept when z_i^k is the largest component (only the other C − 2 can violate it)
         accept = np.all(draw <= yi[:, None], axis=1)
         Y[pending[accept]] = draw[accept]
         pending = pending[~accept]
@@ -222,19 +233,20 @@ class GibbsSamples:
     Attributes
     ----------
     m, y : ndarray (S, n, C)
-        Retained GP values and auxiliaries (C = 1 for the binary model).
+        Retained GP values :math:`F^{(s)}` (entries :math:`f_i^c`) and auxiliaries :math:`\\mathbf z^{(s)}`
+        (entries :math:`z_i^c`); C = 1 for the binary model (G&R's :math:`\\mathbf M^{(i)}`, :math:`\\mathbf Y^{(i)}`).
     alpha : ndarray (S, n, C)
-        :math:`(\\mathbf I + \\mathbf C_k)^{-1}\\mathbf y_k^{(i)}`: the predictive mean of a new
-        point given sample i is :math:`\\boldsymbol\\alpha_k^T\\mathbf c_k^{new}` (App. D).
+        :math:`\\boldsymbol\\alpha_c^{(s)} = (I + K_c)^{-1}\\mathbf z^{c(s)}`: the predictive mean of a new
+        point given sample s is :math:`(\\boldsymbol\\alpha_c^{(s)})^T\\mathbf k_{*c}` (App. D).
     log_likelihood : ndarray
-        :math:`\\log P(\\mathbf t \\mid \\mathbf M^{(i)})` every ``thin`` iterations, burn-in
-        included (a trace to inspect); its last S entries belong to the retained samples. Empty
-        when the K-class sampler ran with ``trace=False``.
+        :math:`\\log P(\\mathbf c \\mid \\mathbf f^{(s)})` (binary: :math:`\\log p(\\mathbf y \\mid \\mathbf f^{(s)})`)
+        every ``thin`` iterations, burn-in included (a trace to inspect); its last S entries belong to the
+        retained samples. Empty when the C-class sampler ran with ``trace=False``.
     factors : tuple of CholeskyFactor
-        Factors of :math:`\\mathbf I + \\mathbf C_k` (one if shared).
+        Factors of :math:`I + K_c` (one if shared).
     burn_in, thin : int
     n_swept : int
-        Cone draws made by a component sweep rather than exactly (K-class only).
+        Cone draws made by a component sweep rather than exactly (C-class only).
     binary : bool
     """
 
@@ -257,13 +269,13 @@ class GibbsSamples:
 
 
 class _ConditionalGP:
-    """Samples m ~ N(Σ y, Σ), Σ = C (I + C)⁻¹, for the columns of y (Matheron's rule)."""
+    """Samples f ~ N(Σ z, Σ), Σ = K (I + K)⁻¹, for the columns of z (Matheron's rule)."""
 
     def __init__(self, mats):
         n = mats[0].shape[0]
-        self.roots = [cholesky(mat, name="K").L for mat in mats]  # a ~ N(0, C) = L z
+        self.roots = [cholesky(mat, name="K").L for mat in mats]  # a = L w ~ N(0, K) for w ~ N(0, I)
         self.factors = tuple(cholesky(np.eye(n) + mat, name="I + K") for mat in mats)
-        # the gain C (I + C)⁻¹ = (I + C)⁻¹ C (they commute), by one solve with C as right-hand side
+        # the gain K (I + K)⁻¹ = (I + K)⁻¹ K (they commute), by one solve with K as right-hand side
         self.gains = [f.solve(mat) for f, mat in zip(self.factors, mats)]
 
     def sample(self, Y, rng):
@@ -271,9 +283,9 @@ class _ConditionalGP:
         out = np.empty_like(Y)
         groups = [(0, list(range(C)))] if len(self.gains) == 1 else [(k, [k]) for k in range(C)]
         for g, cols in groups:
-            a = self.roots[g] @ rng.standard_normal((n, len(cols)))  # a ~ N(0, C)
+            a = self.roots[g] @ rng.standard_normal((n, len(cols)))  # a ~ N(0, K)
             b = rng.standard_normal((n, len(cols)))  # b ~ N(0, I)
-            # G&R (2006) App. D: m_k | y_k ~ N(Σ_k y_k, Σ_k), by m = a + C (I + C)⁻¹ (y − a − b)
+            # G&R (2006) App. D: f^c | z^c ~ N(Σ_c z^c, Σ_c), by f = a + K (I + K)⁻¹ (z − a − b)
             out[:, cols] = a + self.gains[g] @ (Y[:, cols] - a - b)
         return out
 
@@ -289,18 +301,18 @@ def gibbs_probit_binary(K: ArrayLike, t: ArrayLike, *, rng: np.random.Generator 
 
     Alternates
 
-    .. math:: y_n \mid m_n \sim N(m_n, 1)\ \text{truncated to}\ t_n y_n > 0, \qquad
-              \mathbf m \mid \mathbf y \sim N(\Sigma\mathbf y, \Sigma),\quad \Sigma = \mathbf C(\mathbf I + \mathbf C)^{-1},
+    .. math:: z_i \mid f_i \sim N(f_i, 1)\ \text{truncated to}\ y_i z_i > 0, \qquad
+              \mathbf f \mid \mathbf z \sim N(\Sigma\mathbf z, \Sigma),\quad \Sigma = K(I + K)^{-1},
 
-    starting from :math:`\mathbf m = 0`, discarding ``burn_in`` iterations and
+    starting from :math:`\mathbf f = 0`, discarding ``burn_in`` iterations and
     keeping every ``thin``-th of the next ``n_samples·thin``.
 
     Parameters
     ----------
     K : array_like (n, n)
-        Prior covariance (jitter included; its Cholesky factor must exist).
+        Prior covariance :math:`K` (jitter included; its Cholesky factor must exist).
     t : array_like (n,)
-        Labels in {−1, +1} (or {0, 1}).
+        Labels :math:`y_i` in {−1, +1} (or {0, 1}).
     rng : numpy.random.Generator or int
     n_samples, burn_in, thin : int
         Retained draws, iterations discarded first, and the spacing of the retained ones.
@@ -320,12 +332,12 @@ def gibbs_probit_binary(K: ArrayLike, t: ArrayLike, *, rng: np.random.Generator 
     m = np.zeros((n, 1))
     kept_m, kept_y, trace = [], [], []
     for it in with_progress(range(burn_in + n_samples * thin), progress, "Gibbs (binary probit)"):
-        # A&C (1993); G&R (2006) App. D: y_n | m_n ~ N(m_n, 1) truncated to t_n y_n > 0
+        # A&C (1993); G&R (2006) App. D: z_i | f_i ~ N(f_i, 1) truncated to y_i z_i > 0  (z is ``y``, the labels ``t``)
         pos = t > 0
         y = np.empty(n)
         y[pos] = sample_truncated_normal(m[pos, 0], rng=rng, lower=0.0)
         y[~pos] = sample_truncated_normal(m[~pos, 0], rng=rng, upper=0.0)
-        # m | y ~ N(Σ y, Σ)
+        # f | z ~ N(Σ z, Σ)
         m = conditional.sample(y[:, None], rng)
         record = (it + 1 - burn_in) % thin == 0
         if record:
@@ -343,22 +355,24 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
                             n_classes: int | None = None, likelihood: MultinomialProbitLikelihood | None = None,
                             max_rounds: int = 50, trace: bool = True, progress: bool = False,
                             ) -> GibbsSamples:  # fmt: skip
-    r"""The Gibbs sampler of G&R Appendix D for K-class multinomial probit GP classification.
+    r"""The Gibbs sampler of G&R Appendix D for C-class multinomial probit GP classification.
 
-    .. math:: \mathbf y_n^{(i)} \mid \mathbf m_n^{(i-1)} \sim N^{t_n}_{\mathbf y}(\mathbf m_n^{(i-1)}, I),\qquad
-              \mathbf m_k^{(i)} \mid \mathbf y_k^{(i)} \sim N(\Sigma_k\mathbf y_k^{(i)}, \Sigma_k),
+    At iteration s,
 
-    with the cone-truncated Gaussian drawn exactly
-    (:func:`sample_cone_truncated_normal`) and :math:`\mathbf m_k` by Matheron's
-    rule; :math:`\mathbf M` starts at zero. Cost per iteration: O(K n²) after one
-    O(n³) factorisation per distinct kernel (the paper's O(KN³) counts refactorising).
+    .. math:: \mathbf z_i^{(s)} \mid \mathbf f_i^{(s-1)} \sim N^{c_i}_{\mathbf z}(\mathbf f_i^{(s-1)}, I),\qquad
+              \mathbf f^{c(s)} \mid \mathbf z^{c(s)} \sim N(\Sigma_c\mathbf z^{c(s)}, \Sigma_c),
+
+    with :math:`N^{c_i}_{\mathbf z}` the Gaussian truncated to the cone of class :math:`c_i`, drawn exactly
+    (:func:`sample_cone_truncated_normal`), and :math:`\mathbf f^c` by Matheron's
+    rule; :math:`F` starts at zero. Cost per iteration: O(C n²) after one
+    O(n³) factorisation per distinct kernel (the paper's O(KN³), i.e. O(Cn³), counts refactorising).
 
     Parameters
     ----------
     K : array_like (n, n) or (C, n, n)
         Shared or per-class prior covariance.
     t : array_like (n,)
-        Class codes 0..C−1.
+        Classes :math:`c_i`, codes 0..C−1.
     rng, n_samples, burn_in, thin, progress
         As in :func:`gibbs_probit_binary`.
     n_classes : int, optional
@@ -368,7 +382,7 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
     max_rounds : int
         Rejection rounds before a point falls back to a component sweep.
     trace : bool
-        Record :math:`\log P(\mathbf t\mid\mathbf M)` every ``thin`` iterations (one quadrature
+        Record :math:`\log P(\mathbf c\mid\mathbf f)` every ``thin`` iterations (one quadrature
         over all points each time, often the largest cost of an iteration); ``False`` skips it.
 
     Returns
@@ -388,10 +402,10 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
     kept_m, kept_y, trace_values = [], [], []
     n_swept = 0
     for it in with_progress(range(burn_in + n_samples * thin), progress, "Gibbs (multinomial probit)"):
-        # G&R (2006) App. D: y_n | m_n ~ N(m_n, I) truncated to the cone C_{t_n}
+        # G&R (2006) App. D: z_i | f_i ~ N(f_i, I) truncated to the cone C_{c_i}
         Y, swept = sample_cone_truncated_normal(t, M, rng=rng, Y_current=Y, max_rounds=max_rounds)
         n_swept += swept
-        # G&R (2006) App. D: m_k | y_k ~ N(Σ_k y_k, Σ_k)
+        # G&R (2006) App. D: f^c | z^c ~ N(Σ_c z^c, Σ_c)
         M = conditional.sample(Y, rng)
         record = (it + 1 - burn_in) % thin == 0
         if record and trace:
@@ -408,10 +422,10 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
 
 # --------------------------------------------------------------------------- predictions
 def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean of :math:`m_k^{new}` given each retained :math:`\mathbf y^{(i)}`, and the shared variance (G&R App. D).
+    r"""Mean of :math:`f_*^c` given each retained :math:`\mathbf z^{(s)}`, and the shared variance (G&R App. D).
 
-    .. math:: \mu_k^{new,i} = (\mathbf y_k^{(i)})^T(\mathbf I + \mathbf C_k)^{-1}\mathbf c_k^{new},\qquad
-              \sigma_{k,new}^2 = c_k^{new} - (\mathbf c_k^{new})^T(\mathbf I + \mathbf C_k)^{-1}\mathbf c_k^{new}.
+    .. math:: \mu_*^{c(s)} = (\mathbf z^{c(s)})^T(I + K_c)^{-1}\mathbf k_{*c},\qquad
+              \sigma_{*c}^2 = k_{**}^c - \mathbf k_{*c}^T(I + K_c)^{-1}\mathbf k_{*c}.
 
     Parameters
     ----------
@@ -422,9 +436,9 @@ def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Arra
     Returns
     -------
     mean : ndarray (S, m, C)
-        One predictive mean per retained sample.
+        One predictive mean :math:`\mu_*^{c(s)}` per retained sample s.
     var : ndarray (m, C)
-        The predictive variance, the same for every sample.
+        The predictive variance :math:`\sigma_{*c}^2`, the same for every sample.
     """
     S, n, n_cols = samples.alpha.shape
     cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
@@ -442,15 +456,16 @@ def gibbs_predict_proba(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Array
                         ) -> np.ndarray:  # fmt: skip
     r"""Monte Carlo predictive distribution from the retained samples (G&R App. D), Rao–Blackwellised.
 
-    The paper draws one :math:`\mathbf m^{new,s}` per retained sample and averages
-    :math:`P(t = k \mid \mathbf m^{new,s})`. Here the Gaussian
-    :math:`\mathbf m^{new} \mid \mathbf y^{(i)}` is integrated out exactly instead (same
+    The paper draws one :math:`\mathbf f_*^{(s)}` per retained sample and averages
+    :math:`P(c_* = k \mid \mathbf f_*^{(s)})`. Here the Gaussian
+    :math:`\mathbf f_* \mid \mathbf z^{(s)}` is integrated out exactly instead (same
     expectation, smaller variance):
 
-    .. math:: P(t = k) \approx \frac1S\sum_i E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_k + \mu_k^{new,i} - \mu_j^{new,i}}{v_j}\Bigr)\Bigr],
-              \quad v_j = \sqrt{1 + \sigma_{j,new}^2};
+    .. math:: P(c_* = k) \approx \frac1S\sum_s E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_{*k} + \mu_*^{k(s)} - \mu_*^{j(s)}}{v_{*j}}\Bigr)\Bigr],
+              \quad v_{*j} = \sqrt{1 + \sigma_{*j}^2},
 
-    binary: :math:`\frac1S\sum_i\Phi(\mu^{new,i}/\sqrt{1 + \sigma^2_{new}})`.
+    with :math:`\mu_*^{c(s)}` and :math:`\sigma_{*c}^2` from :func:`gibbs_predict_latent`;
+    binary: :math:`P(y_* = +1) \approx \frac1S\sum_s\Phi(\mu_*^{(s)}/\sqrt{1 + \sigma_*^2})`.
 
     Parameters
     ----------
@@ -463,7 +478,7 @@ def gibbs_predict_proba(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Array
     Returns
     -------
     ndarray (m, 2) or (m, C)
-        Binary: columns (P(−1), P(+1)). C classes: clipped to [0, 1] against quadrature round-off
+        Binary: columns (P(y_* = −1), P(y_* = +1)). C classes: clipped to [0, 1] against quadrature round-off
         (rows are not renormalised).
     """
     mean, var = gibbs_predict_latent(samples, K_cross, k_diag)
@@ -493,10 +508,10 @@ def prior_sampling_log_evidence(
 ) -> EvidenceEstimate:
     r"""The marginal-likelihood estimate used for the Gibbs sampler in G&R Table 1: average over prior draws.
 
-    .. math:: \log p(\mathbf t) \approx \log\frac1S\sum_s P(\mathbf t \mid \mathbf M^{s}),\qquad
-              \mathbf m_k^s \sim N(0, \mathbf C_k).
+    .. math:: \log p(\mathbf c) \approx \log\frac1S\sum_s P(\mathbf c \mid \mathbf f^{(s)}),\qquad
+              \mathbf f^{c(s)} \sim N(0, K_c)
 
-    Unbiased for :math:`p(\mathbf t)` but, on the log scale, biased low with a
+    (binary: :math:`p(\mathbf y)`, one GP). Unbiased for :math:`p(\mathbf c)` but, on the log scale, biased low with a
     huge variance once n is more than a handful (almost every prior draw
     misclassifies something); ``std_error`` is the delta-method standard error
     and ``effective_sample_size`` (Kish) shows how few draws carry the estimate.
@@ -506,14 +521,14 @@ def prior_sampling_log_evidence(
     K : array_like (n, n) or (C, n, n)
         Shared or per-class prior covariance.
     t : array_like (n,)
-        Class codes 0..C−1, or labels ±1 with ``binary=True``.
+        Classes :math:`c_i` (codes 0..C−1), or labels :math:`y_i` = ±1 with ``binary=True``.
     rng : numpy.random.Generator or int
     n_samples : int
         Prior draws S.
     binary : bool
         The one-GP binary probit model instead of C GPs.
     likelihood : MultinomialProbitLikelihood, optional
-        Evaluates :math:`P(\mathbf t\mid\mathbf M)` for C classes (default 16 Gauss–Hermite nodes).
+        Evaluates :math:`P(\mathbf c\mid\mathbf f)` for C classes (default 16 Gauss–Hermite nodes).
     n_classes : int, optional
         C (default ``max(t) + 1``).
 
@@ -536,7 +551,7 @@ def prior_sampling_log_evidence(
     roots = [cholesky(mat, name="K").L for mat in mats]
     log_terms = np.empty(n_samples)
     for s in range(n_samples):
-        # M^s ~ prior: m_k = L_k z
+        # F^(s) ~ prior: f^c = L_c w, w ~ N(0, I)
         Ms = np.column_stack([roots[0 if len(roots) == 1 else k] @ rng.standard_normal(n) for k in range(n_cols)])
         if binary:
             log_terms[s] = np.sum(log_ndtr(t * Ms[:, 0]))

@@ -1,44 +1,48 @@
 r"""Sparse multi-class GP classification: the informative vector machine, one sweep of variational sites (G&R §5).
 
-Girolami & Rogers' variational posterior over the K latent functions is, given the means
-:math:`\tilde{\mathbf y}` of the auxiliary variables, K independent GP *regressions* with unit noise
+Girolami & Rogers' variational posterior over the C latent functions is, given the means
+:math:`\widetilde{\mathbf z}^c` of the auxiliary variables, C independent GP *regressions* with unit noise
 (G&R eq 4.1, Appendix A):
 
-.. math:: Q(\mathbf m_k) = N(\tilde{\mathbf m}_k, \Sigma_k), \qquad
-          \Sigma_k = C_k (I + C_k)^{-1}, \qquad \tilde{\mathbf m}_k = \Sigma_k \tilde{\mathbf y}_k .
+.. math:: Q(\mathbf f^c) = N(\boldsymbol\mu^c, \Sigma_c), \qquad
+          \Sigma_c = K_c (I + K_c)^{-1}, \qquad \boldsymbol\mu^c = \Sigma_c \widetilde{\mathbf z}^c .
 
-The sparse version includes one point at a time: including point :math:`n` conditions every
-:math:`Q(\mathbf m_k)` on the "observation" :math:`\tilde y_{nk} = m_{nk} + \epsilon`,
+The sparse version includes one point at a time: including point :math:`i` conditions every
+:math:`Q(\mathbf f^c)` on the "observation" :math:`\widetilde z_i^c = f_i^c + \epsilon`,
 :math:`\epsilon \sim N(0, 1)`, whose value is the truncated-Gaussian mean of G&R eqs 4.3–4.4
 computed at the current posterior mean. That rank-one Bayesian update is G&R eqs 5.1–5.4; the
-covariance is kept in the low-rank form :math:`\Sigma_k = C_k - M_k^T M_k` with an
-:math:`S \times N` matrix :math:`M_k`, so nothing of size :math:`N \times N` is ever formed:
-memory :math:`O(KSN)`, time :math:`O(KNS^2)` for :math:`S` included points.
+covariance is kept in the low-rank form :math:`\Sigma_c = K_c - M_c^T M_c` with an
+:math:`S \times n` matrix :math:`M_c`, so nothing of size :math:`n \times n` is ever formed:
+memory :math:`O(CSn)`, time :math:`O(CnS^2)` for :math:`S` included points.
 
-Notation (book symbol ← code name; G&R's symbol in brackets):
+Notation: the book's (n points indexed by i, C classes indexed by c). Latent values, auxiliaries,
+means and shifts carry the point as a subscript and the class as a superscript (:math:`\mu_i^c`);
+the covariance quantities carry the class first, as a subscript (:math:`s_{ci}`). Book symbol ← code
+name; G&R's symbol in brackets:
 
-==============================================  ===================  ==========================================
-book                                            code                 meaning
-==============================================  ===================  ==========================================
-:math:`N, K, S`                                 ``n_points``,        training points, classes, points to include
-                                                ``n_classes``,
-                                                ``n_active``
-:math:`t_n \in \{0..K-1\}`                      ``t``                class code of point n (G&R's 1..K minus one)
-:math:`C_k`, :math:`\mathbf c_{kn}`             ``kernel_column``    prior covariance of class k and its column n
-                                                                     [:math:`C_{\varphi_k}`, :math:`C^n_{\varphi_k}`]
-:math:`\mathcal I = (n_1, \dots, n_S)`          ``active_set``       included points in inclusion order
-:math:`l`                                       ``step``             inclusion step, 0-based [G&R's l, 1-based]
-:math:`M_k` (:math:`S\times N`)                 ``M[g]``             :math:`\Sigma_k = C_k - M_k^T M_k` [:math:`M_k`]
-:math:`\boldsymbol\sigma_{kn}`                  ``sigma_n``          column n of :math:`\Sigma_k` [:math:`\Sigma_{k,n}`]
-:math:`\mathbf s_k = \mathrm{diag}\,\Sigma_k`   ``var[:, k]``        posterior variances [:math:`\mathbf s_k`]
-:math:`\tilde{\mathbf m}_k`                     ``mean[:, k]``       posterior means [:math:`\widetilde{\mathbf m}_k`]
-:math:`\tilde{\mathbf y}_n`                     ``targets``          site "observations", fixed at inclusion [:math:`\widetilde{\mathbf y}_n`]
-:math:`p_{nk} = \tilde y_{nk} - \tilde m_{nk}`  ``shift``            truncation shift of G&R eqs 4.3–4.4 [:math:`p_{nk}`]
-:math:`v_{km} = \sqrt{1 + s_{km}}`              ``v``                predictive scale in eq 5.5 [:math:`v_{km}`]
-:math:`G`                                       ``n_kernels``        distinct kernels: 1 if all classes share one
-                                                                     (then all :math:`\Sigma_k` are equal), else K
-:math:`L_{\mathcal I}`                          ``L``                Cholesky factor of :math:`C_{\mathcal I\mathcal I} + I`
-==============================================  ===================  ==========================================
+=============================================================  =================  ==========================================
+book                                                           code               meaning
+=============================================================  =================  ==========================================
+:math:`n, C, S`                                                ``n_points``,      training points, classes, points to include [:math:`N, K, S`]
+                                                               ``n_classes``,
+                                                               ``n_active``
+:math:`c_i \in \{0..C-1\}`                                     ``t``              class of point i [:math:`t_n`, G&R's 1..K minus one]
+:math:`k = c_i`, :math:`j \ne k`                               ``t[i]``           observed class of point i, its competitors [:math:`i = t_n`, :math:`j \ne i`]
+:math:`K_c`, :math:`\mathbf k_{ci}`                            ``kernel_column``  prior covariance of class c and its column i
+                                                                                  [:math:`C_{\varphi_k}`, :math:`C^n_{\varphi_k}`]
+:math:`\mathcal I = (i_1, \dots, i_S)`                         ``active_set``     included points in inclusion order
+:math:`l`                                                      ``step``           inclusion step, 0-based [G&R's l, 1-based]
+:math:`M_c` (:math:`S\times n`)                                ``M[g]``           :math:`\Sigma_c = K_c - M_c^T M_c` [:math:`M_k`]
+:math:`\boldsymbol\sigma_{ci}`                                 ``sigma_n``        column i of :math:`\Sigma_c` [:math:`\Sigma_{k,n}`]
+:math:`\mathbf s_c = \mathrm{diag}\,\Sigma_c`, :math:`s_{ci}`  ``var[:, c]``      posterior variances [:math:`\mathbf s_k`]
+:math:`\boldsymbol\mu^c`, :math:`\mu_i^c`                      ``mean[:, c]``     posterior means [:math:`\widetilde{\mathbf m}_k`, :math:`\widetilde m_{nk}`]
+:math:`\widetilde{\mathbf z}_i`                                ``targets``        site values, fixed at inclusion [:math:`\widetilde{\mathbf y}_n`]
+:math:`p_i^c = \widetilde z_i^c - \mu_i^c`                     ``shift``          truncation shift of G&R eqs 4.3–4.4 [:math:`p_{nk}`]
+:math:`v_{ci} = \sqrt{1 + s_{ci}}`                             ``v``              predictive scale in eq 5.5 [:math:`v_{km}`]
+:math:`G`                                                      ``n_kernels``      distinct kernels: 1 if all classes share one
+                                                                                  (then all :math:`\Sigma_c` are equal), else C
+:math:`L_{\mathcal I}`                                         ``L``              Cholesky factor of :math:`K_{c,\mathcal I\mathcal I} + I`
+=============================================================  =================  ==========================================
 
 References
 ----------
@@ -92,7 +96,7 @@ __all__ = [
 SELECTION_RULES = ("predictive", "entropy", "random")
 
 # Candidates are scored in blocks of this many points, so that the quadrature of eq 5.5 never holds
-# more than a constant-size (block × nodes × K) temporary, whatever N is.
+# more than a constant-size (block × nodes × C) temporary, whatever n is.
 _SCORE_BLOCK = 256
 
 # With ``screen=True`` the predictive rule ranks all candidates by the cheap pairwise bound and
@@ -108,22 +112,22 @@ class IVMFit:
     ----------
     active_set : ndarray (S,)
         Indices of the included points, in the order they were included (:math:`\mathcal I`).
-    targets : ndarray (S, K)
-        :math:`\tilde{\mathbf y}_n` of each included point, computed (G&R eqs 4.3–4.4) when it was
-        included and fixed thereafter. The posterior is exactly GP regression with unit noise on these.
-    mean : ndarray (N, K)
-        Posterior means :math:`\tilde m_{nk}` at every training point.
-    var : ndarray (N, K)
-        Posterior variances :math:`s_{kn}` at every training point.
-    M : ndarray (G, S, N)
-        The low-rank factors: :math:`\Sigma_k = C_k - M_{g(k)}^T M_{g(k)}`.
-    kernel_of_class : ndarray (K,)
+    targets : ndarray (S, C)
+        The site values :math:`\widetilde{\mathbf z}_i` of each included point, computed (G&R eqs 4.3–4.4)
+        when it was included and fixed thereafter. The posterior is exactly GP regression with unit noise on these.
+    mean : ndarray (n, C)
+        Posterior means :math:`\mu_i^c` at every training point.
+    var : ndarray (n, C)
+        Posterior variances :math:`s_{ci}` at every training point.
+    M : ndarray (G, S, n)
+        The low-rank factors: :math:`\Sigma_c = K_c - M_{g(c)}^T M_{g(c)}`.
+    kernel_of_class : ndarray (C,)
         Which of the G kernels (and rows of ``M``) each class uses.
     log_target_probability : ndarray (S,)
-        :math:`\log P(t_n \mid \tilde{\mathbf m}_n, \mathbf s_n)` (eq 5.5) of each point at the moment it
+        :math:`\log P(c_i \mid \boldsymbol\mu_i, \mathbf s_i)` (eq 5.5) of each point at the moment it
         was included: the quantity the predictive rule minimises.
     entropy_reduction : ndarray (S,)
-        :math:`\tfrac12\sum_k\log(1 + s_{kn})` of each point at the moment it was included: the
+        :math:`\tfrac12\sum_c\log(1 + s_{ci})` of each point at the moment it was included: the
         quantity the entropy rule maximises.
     selection : str
         The selection rule used.
@@ -152,7 +156,7 @@ class IVMFit:
 
     @property
     def n_classes(self) -> int:
-        """Number of classes K."""
+        """Number of classes C."""
         return self.mean.shape[1]
 
 
@@ -167,49 +171,49 @@ def adf_include(
     n: int,
     kernel_of_class: np.ndarray,
 ) -> None:
-    r"""Include point ``n`` at step ``step``: G&R eqs 5.1–5.4 for every class, in place.
+    r"""Include point ``n`` (the book's point :math:`i`) at step ``step``: G&R eqs 5.1–5.4 for every class, in place.
 
-    Conditioning :math:`Q(\mathbf m_k) = N(\tilde{\mathbf m}_k, \Sigma_k)` on one unit-noise
-    observation :math:`\tilde y_{nk}` of :math:`m_{nk}` is the rank-one update
+    Conditioning :math:`Q(\mathbf f^c) = N(\boldsymbol\mu^c, \Sigma_c)` on one unit-noise
+    observation :math:`\widetilde z_i^c` of :math:`f_i^c` is the rank-one update
 
-    .. math:: \Sigma_k \leftarrow \Sigma_k - \frac{\boldsymbol\sigma_{kn}\boldsymbol\sigma_{kn}^T}{1 + s_{kn}},
+    .. math:: \Sigma_c \leftarrow \Sigma_c - \frac{\boldsymbol\sigma_{ci}\boldsymbol\sigma_{ci}^T}{1 + s_{ci}},
               \qquad
-              \tilde{\mathbf m}_k \leftarrow \tilde{\mathbf m}_k
-              + \frac{\tilde y_{nk} - \tilde m_{nk}}{1 + s_{kn}}\,\boldsymbol\sigma_{kn},
+              \boldsymbol\mu^c \leftarrow \boldsymbol\mu^c
+              + \frac{\widetilde z_i^c - \mu_i^c}{1 + s_{ci}}\,\boldsymbol\sigma_{ci},
 
-    with :math:`\boldsymbol\sigma_{kn}` the n-th column of :math:`\Sigma_k`. Storing
-    :math:`\Sigma_k = C_k - M_k^T M_k` makes the first a new row of :math:`M_k` (eq 5.3) and a
-    change of its diagonal (eq 5.2). Every right-hand side uses :math:`s_{kn}` *before* eq 5.2
-    changes it. Cost :math:`O(G\,N\,l)` at step :math:`l`.
+    with :math:`\boldsymbol\sigma_{ci}` the i-th column of :math:`\Sigma_c`. Storing
+    :math:`\Sigma_c = K_c - M_c^T M_c` makes the first a new row of :math:`M_c` (eq 5.3) and a
+    change of its diagonal (eq 5.2). Every right-hand side uses :math:`s_{ci}` *before* eq 5.2
+    changes it. Cost :math:`O(G\,n\,l)` at step :math:`l`.
 
     Parameters
     ----------
-    M : ndarray (G, S, N)
+    M : ndarray (G, S, n)
         Low-rank factors; row ``step`` of each ``M[g]`` is written.
-    var : ndarray (G, N)
+    var : ndarray (G, n)
         Posterior variances :math:`\mathbf s` of each kernel group; updated.
-    mean : ndarray (N, K)
-        Posterior means :math:`\tilde{\mathbf m}_k`; updated.
-    column : ndarray (G, N)
-        Column n of each prior covariance, :math:`\mathbf c_{gn}` (jitter included at entry n).
-    shift : ndarray (K,)
-        :math:`p_{nk} = \tilde y_{nk} - \tilde m_{nk}` for this point (G&R eqs 4.3–4.4).
+    mean : ndarray (n, C)
+        Posterior means :math:`\boldsymbol\mu^c`, one column per class; updated.
+    column : ndarray (G, n)
+        Column i of each prior covariance, :math:`\mathbf k_{gi}` (jitter included at entry i).
+    shift : ndarray (C,)
+        :math:`p_i^c = \widetilde z_i^c - \mu_i^c` for this point (G&R eqs 4.3–4.4).
     step : int
         How many points were included before this one (l − 1 in G&R's 1-based count).
     n : int
-        Index of the point being included.
-    kernel_of_class : ndarray (K,)
-        Kernel group g of each class k.
+        Index :math:`i` of the point being included.
+    kernel_of_class : ndarray (C,)
+        Kernel group g of each class c.
     """
     for g in range(M.shape[0]):
-        # G&R (2006) eq 5.1: σ_kn = c_kn − M_kᵀ M_k,n  (the n-th column of Σ_k = C_k − M_kᵀM_k)
+        # G&R (2006) eq 5.1: σ_ci = k_ci − M_cᵀ M_c e_i  (the i-th column of Σ_c = K_c − M_cᵀM_c; i is ``n``)
         sigma_n = column[g] - M[g, :step].T @ M[g, :step, n]
-        s_n = var[g, n]  # s_kn before the update; eqs 5.2–5.4 all use this value
-        # G&R (2006) eq 5.2: s_k ← s_k − diag(σ_kn σ_knᵀ)/(1 + s_kn)
+        s_n = var[g, n]  # s_ci before the update; eqs 5.2–5.4 all use this value
+        # G&R (2006) eq 5.2: s_c ← s_c − diag(σ_ci σ_ciᵀ)/(1 + s_ci)
         var[g] -= sigma_n**2 / (1.0 + s_n)
-        # G&R (2006) eq 5.3: M_k^l ← σ_knᵀ/√(1 + s_kn)
+        # G&R (2006) eq 5.3: row l of M_c ← σ_ciᵀ/√(1 + s_ci)
         M[g, step] = sigma_n / np.sqrt(1.0 + s_n)
-        # G&R (2006) eq 5.4: m̃_k ← m̃_k + (ỹ_nk − m̃_nk)/(1 + s_kn) σ_kn, for the classes using kernel g
+        # G&R (2006) eq 5.4: μ^c ← μ^c + (z̃_i^c − μ_i^c)/(1 + s_ci) σ_ci, for the classes c using kernel g
         classes = np.flatnonzero(kernel_of_class == g)
         mean[:, classes] += np.outer(sigma_n, shift[classes] / (1.0 + s_n))
 
@@ -226,28 +230,28 @@ def _logsumexp_rows(A):
 def target_log_probability(
     t: ArrayLike, mean: ArrayLike, var: ArrayLike, likelihood: MultinomialProbitLikelihood | None = None
 ) -> np.ndarray:
-    r"""log P(t_m | m̃_m, s_m) of each point's own class under the current posterior (G&R eq 5.5).
+    r"""log P(c_i | μ_i, s_i) of each point's own class under the current posterior (G&R eq 5.5).
 
-    .. math:: P(t_m = k) = E_u\Bigl\{\prod_{j\ne k}\Phi\Bigl(\frac{u\,v_{km} + \tilde m_{mk} - \tilde m_{mj}}
-              {v_{jm}}\Bigr)\Bigr\}, \qquad v_{jm} = \sqrt{1 + s_{jm}},
+    .. math:: P(c_i = k) = E_u\Bigl\{\prod_{j\ne k}\Phi\Bigl(\frac{u\,v_{ki} + \mu_i^k - \mu_i^j}
+              {v_{ji}}\Bigr)\Bigr\}, \qquad v_{ji} = \sqrt{1 + s_{ji}},
 
     by the Gauss–Hermite rule of the shared :class:`MultinomialProbitLikelihood`, in log space, for
-    the true class only (:math:`K-1` terms per node instead of :math:`K(K-1)` for the whole
+    the true class :math:`k = c_i` only (:math:`C-1` terms per node instead of :math:`C(C-1)` for the whole
     predictive distribution). Points are processed in blocks of constant size.
 
     Parameters
     ----------
     t : array_like (n,) of int
-        Class codes.
-    mean, var : array_like (n, K)
-        Posterior means :math:`\tilde m_{mk}` and variances :math:`s_{km}`.
+        Classes :math:`c_i` (codes 0..C−1).
+    mean, var : array_like (n, C)
+        Posterior means :math:`\mu_i^c` and variances :math:`s_{ci}`.
     likelihood : MultinomialProbitLikelihood, optional
         Supplies the quadrature rule (default 48 nodes).
 
     Returns
     -------
     ndarray (n,)
-        :math:`\log P(t_m \mid \tilde{\mathbf m}_m, \mathbf s_m)`.
+        :math:`\log P(c_i \mid \boldsymbol\mu_i, \mathbf s_i)`.
     """
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
     t = np.asarray(t, dtype=int)
@@ -257,10 +261,10 @@ def target_log_probability(
     for start in range(0, len(t), _SCORE_BLOCK):
         block = slice(start, start + _SCORE_BLOCK)
         tb, mb = t[block], mean[block]
-        # G&R (2006) eq 5.5: v_jm = √(1 + s_jm)
+        # G&R (2006) eq 5.5: v_ji = √(1 + s_ji)
         v = np.sqrt(1.0 + np.maximum(var[block], 0.0))
         own_v = v[np.arange(len(tb)), tb]
-        # log Φ((u v_km + m̃_mk − m̃_mj)/v_jm) for every node u and class j ≠ k (the shared integrand)
+        # log Φ((u v_ki + μ_i^k − μ_i^j)/v_ji) for every node u and class j ≠ k = c_i (the shared integrand)
         log_terms = likelihood._log_phi_terms(tb, mb, scale_own=own_v, scale_other=v)
         # G&R (2006) eq 5.5: E_u{Π_{j≠k} Φ(...)} by Gauss–Hermite, in log space
         out[block] = _logsumexp_rows(log_terms.sum(axis=2) + likelihood._log_w)
@@ -268,20 +272,20 @@ def target_log_probability(
 
 
 def pairwise_log_probability(t: ArrayLike, mean: ArrayLike, var: ArrayLike) -> np.ndarray:
-    r"""The product of the pairwise probabilities, a cheap lower bound on eq 5.5 (exact for K = 2).
+    r"""The product of the pairwise probabilities, a cheap lower bound on eq 5.5 (exact for C = 2).
 
-    Under the current posterior the auxiliary vector :math:`\mathbf y_m` has independent components
-    :math:`y_{mj} \sim N(\tilde m_{mj}, v_{jm}^2)`, and :math:`t_m = k` is the event
-    :math:`\bigcap_{j\ne k} A_j` with :math:`A_j = \{y_{mk} > y_{mj}\}`,
-    :math:`P(A_j) = \Phi(d_j)`, :math:`d_j = (\tilde m_{mk} - \tilde m_{mj})/\sqrt{v_{km}^2 + v_{jm}^2}`.
-    Every :math:`A_j` is increasing in the independent coordinates :math:`(y_{mk}, -y_{mj})`, so
+    Under the current posterior the auxiliary vector :math:`\mathbf z_i` has independent components
+    :math:`z_i^j \sim N(\mu_i^j, v_{ji}^2)`, and :math:`c_i = k` is the event
+    :math:`\bigcap_{j\ne k} A_j` with :math:`A_j = \{z_i^k > z_i^j\}`,
+    :math:`P(A_j) = \Phi(d_j)`, :math:`d_j = (\mu_i^k - \mu_i^j)/\sqrt{v_{ki}^2 + v_{ji}^2}`.
+    Every :math:`A_j` is increasing in the independent coordinates :math:`(z_i^k, -z_i^j)`, so
     Harris's inequality gives :math:`P(\bigcap_j A_j) \ge \prod_j P(A_j)`, and the intersection is
     no likelier than its least likely member:
 
-    .. math:: \sum_{j\ne k}\log\Phi(d_j) \;\le\; \log P(t_m = k) \;\le\; \min_{j\ne k}\log\Phi(d_j).
+    .. math:: \sum_{j\ne k}\log\Phi(d_j) \;\le\; \log P(c_i = k) \;\le\; \min_{j\ne k}\log\Phi(d_j).
 
-    The left-hand side costs :math:`K - 1` evaluations of :math:`\log\Phi` per point against
-    :math:`(K-1)Q` for the quadrature; :func:`select_predictive` uses it to screen candidates.
+    The left-hand side costs :math:`C - 1` evaluations of :math:`\log\Phi` per point against
+    :math:`(C-1)Q` for the quadrature; :func:`select_predictive` uses it to screen candidates.
 
     Parameters
     ----------
@@ -291,7 +295,7 @@ def pairwise_log_probability(t: ArrayLike, mean: ArrayLike, var: ArrayLike) -> n
     Returns
     -------
     ndarray (n,)
-        :math:`\sum_{j\ne k}\log\Phi(d_j)` for each point, :math:`k = t_m`.
+        :math:`\sum_{j\ne k}\log\Phi(d_j)` for each point, :math:`k = c_i`.
     """
     t = np.asarray(t, dtype=int)
     rows = np.arange(len(t))
@@ -314,18 +318,18 @@ def select_predictive(
     r"""The candidate with the smallest posterior probability of its own class (G&R §5, eq 5.5).
 
     With ``screen=False`` every candidate is scored by :func:`target_log_probability`:
-    :math:`(K-1)Q` normal CDFs each. The score only has to *rank* the candidates, so with
+    :math:`(C-1)Q` normal CDFs each. The score only has to *rank* the candidates, so with
     ``screen=True`` all of them are first ranked by the cheap :func:`pairwise_log_probability`
-    (:math:`K-1` CDFs each) and only the :data:`SHORTLIST` lowest are scored by the quadrature. The
+    (:math:`C-1` CDFs each) and only the :data:`SHORTLIST` lowest are scored by the quadrature. The
     point chosen is the same unless the least probable point falls outside that shortlist under the
     pairwise ranking (the tests and the book check that the two agree on their examples).
 
     Parameters
     ----------
-    t : ndarray (N,) of int
-        Class codes of all N training points.
-    mean, var : ndarray (N, K)
-        Current posterior means and variances at all N points.
+    t : ndarray (n,) of int
+        Classes :math:`c_i` of all n training points.
+    mean, var : ndarray (n, C)
+        Current posterior means :math:`\mu_i^c` and variances :math:`s_{ci}` at all n points.
     candidates : array_like of int
         Indices of the points not yet included.
     likelihood
@@ -350,20 +354,20 @@ def select_predictive(
 
 
 def entropy_reduction(var: ArrayLike) -> np.ndarray:
-    r"""Entropy reduction of :math:`Q(\mathbf M)` if point m were included next: :math:`\tfrac12\sum_k \log(1 + s_{km})`.
+    r"""Entropy reduction of :math:`Q(\mathbf f)` if point i were included next: :math:`\tfrac12\sum_c \log(1 + s_{ci})`.
 
     Lawrence et al. (2003) select the point whose inclusion most reduces the entropy of the
-    approximate posterior. Under G&R's update (eq 5.2) including point m multiplies
-    :math:`|\Sigma_k|` by :math:`1 - s_{km}/(1+s_{km}) = 1/(1+s_{km})`, and :math:`Q(\mathbf M)`
-    factorises over classes, so the entropy falls by :math:`\tfrac12\sum_k\log(1+s_{km})`. (In
-    Lawrence et al.'s notation :math:`-\tfrac12\log(1-\nu_m\zeta_m)` with site precision
-    :math:`\nu_m = 1/(1+\zeta_m)`.) The site has unit noise whatever the label, so this score does
+    approximate posterior. Under G&R's update (eq 5.2) including point i multiplies
+    :math:`|\Sigma_c|` by :math:`1 - s_{ci}/(1+s_{ci}) = 1/(1+s_{ci})`, and :math:`Q(\mathbf f)`
+    factorises over classes, so the entropy falls by :math:`\tfrac12\sum_c\log(1+s_{ci})`. (In
+    Lawrence et al.'s notation :math:`-\tfrac12\log(1-\nu_i\zeta_i)` with site precision
+    :math:`\nu_i = 1/(1+\zeta_i)`.) The site has unit noise whatever the label, so this score does
     not depend on the labels.
 
     Parameters
     ----------
-    var : array_like (n, K)
-        Posterior variances :math:`s_{km}`.
+    var : array_like (n, C)
+        Posterior variances :math:`s_{ci}`.
 
     Returns
     -------
@@ -379,50 +383,50 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
             targets: ArrayLike | None = None, progress: bool = False) -> IVMFit:  # fmt: skip
     r"""Sparse multi-class GP classification by ADF: G&R (2006) eqs 5.1–5.5.
 
-    Starting from the prior (:math:`M_k = 0`, :math:`\tilde{\mathbf m}_k = 0`,
-    :math:`\mathbf s_k = \mathrm{diag}\,C_k`, which is G&R's "unit values" for their unit-variance
+    Starting from the prior (:math:`M_c = 0`, :math:`\boldsymbol\mu^c = 0`,
+    :math:`\mathbf s_c = \mathrm{diag}\,K_c`, which is G&R's "unit values" for their unit-variance
     kernel), repeat S times:
 
-    1. choose a point n not yet included, by ``selection``:
+    1. choose a point i not yet included, by ``selection``:
        ``"predictive"`` — the smallest posterior probability of its own class (G&R eq 5.5);
-       ``"entropy"`` — the largest entropy reduction :math:`\tfrac12\sum_k\log(1+s_{kn})`
+       ``"entropy"`` — the largest entropy reduction :math:`\tfrac12\sum_c\log(1+s_{ci})`
        (Lawrence et al. 2003, see :func:`entropy_reduction`); ``"random"`` — uniformly at random.
        The first point is always drawn at random (at the prior every score ties), which gives the
        "random starts" of G&R Fig. 5;
-    2. :math:`\mathbf p_n = \tilde{\mathbf y}_n - \tilde{\mathbf m}_n` from the current means
+    2. :math:`\mathbf p_i = \widetilde{\mathbf z}_i - \boldsymbol\mu_i` from the current means
        (G&R eqs 4.3–4.4), or from the given fixed ``targets``;
-    3. update every :math:`M_k`, :math:`\mathbf s_k`, :math:`\tilde{\mathbf m}_k` by eqs 5.1–5.4
+    3. update every :math:`M_c`, :math:`\mathbf s_c`, :math:`\boldsymbol\mu^c` by eqs 5.1–5.4
        (:func:`adf_include`).
 
-    Nothing of size N × N is formed: the kernel enters only through ``kernel_column(n)``, the
-    largest array is ``M`` (G × S × N), and scores are computed in constant-size blocks.
-    Time :math:`O(G N S^2)` for the updates plus, for the predictive rule, :math:`O(N K Q)` per
-    step for the quadrature of eq 5.5 with Q nodes (:math:`O(NK)` with ``screen=True``).
+    Nothing of size n × n is formed: the kernel enters only through ``kernel_column(i)``, the
+    largest array is ``M`` (G × S × n), and scores are computed in constant-size blocks.
+    Time :math:`O(G n S^2)` for the updates plus, for the predictive rule, :math:`O(n C Q)` per
+    step for the quadrature of eq 5.5 with Q nodes (:math:`O(nC)` with ``screen=True``).
 
     Parameters
     ----------
     kernel_column : callable
-        ``kernel_column(n)`` returns the n-th column of each of the G prior covariances, shape
-        (G, N), jitter included at entry n.
-    prior_var : array_like (G, N) or (N,)
-        Prior variances :math:`\mathrm{diag}\,C_g` (jitter included).
-    t : array_like (N,) of int
-        Class codes 0..K−1.
+        ``kernel_column(i)`` returns the i-th column of each of the G prior covariances, shape
+        (G, n), jitter included at entry i.
+    prior_var : array_like (G, n) or (n,)
+        Prior variances :math:`\mathrm{diag}\,K_g` (jitter included).
+    t : array_like (n,) of int
+        Classes :math:`c_i`, codes 0..C−1.
     n_active : int
-        Number of points S to include (1 ≤ S ≤ N).
+        Number of points S to include (1 ≤ S ≤ n).
     selection : {"predictive", "entropy", "random"}
         Point-selection rule.
     rng : numpy.random.Generator or int
         Randomness for the first point and for random selection.
     n_classes : int, optional
-        K (default ``max(t) + 1``).
+        C (default ``max(t) + 1``).
     likelihood : MultinomialProbitLikelihood, optional
         Quadrature rule for eqs 4.3–4.5 (default 48 Gauss–Hermite nodes).
     screen : bool
         Rank the candidates of the predictive rule by :func:`pairwise_log_probability` and score
         only a shortlist by the quadrature (see :func:`select_predictive`).
-    targets : array_like (N, K), optional
-        Fixed site values :math:`\tilde{\mathbf y}` to use instead of eqs 4.3–4.4. With every point
+    targets : array_like (n, C), optional
+        Fixed site values :math:`\widetilde{\mathbf z}_i` (one row per point) to use instead of eqs 4.3–4.4. With every point
         included the result is then exactly GP regression with unit noise on these targets.
     progress : bool
         Show a tqdm progress bar.
@@ -456,7 +460,7 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
     rng = check_rng(rng)
     kernel_of_class = np.zeros(n_classes, dtype=int) if n_kernels == 1 else np.arange(n_classes)
 
-    # G&R (2006) §5: M_k = 0, m̃_k = 0, s_k = diag C_k
+    # G&R (2006) §5: M_c = 0, μ^c = 0, s_c = diag K_c
     M = np.zeros((n_kernels, n_active, n_points))
     var = prior_var.copy()
     mean = np.zeros((n_points, n_classes))
@@ -468,12 +472,12 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
     random_order = rng.permutation(n_points)
 
     for step in with_progress(range(n_active), progress, f"IVM ({selection})"):
-        var_by_class = var[kernel_of_class].T  # (N, K): s_k of every class, column k from kernel g(k)
+        var_by_class = var[kernel_of_class].T  # (n, C): s_c of every class, column c from kernel g(c)
         if step == 0 or selection == "random":
             n = int(random_order[step]) if selection == "random" else int(random_order[0])
             log_target_prob[step] = target_log_probability(t[[n]], mean[[n]], var_by_class[[n]], likelihood)[0]
         elif selection == "predictive":
-            # G&R (2006) §5: include the point with the smallest P(t_m | x_m, m̃, s) (eq 5.5)
+            # G&R (2006) §5: include the point i with the smallest P(c_i | μ_i, s_i) (eq 5.5)
             n, log_target_prob[step] = select_predictive(
                 t, mean, var_by_class, np.flatnonzero(~included), likelihood, screen
             )
@@ -486,11 +490,11 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
         entropy_gain[step] = entropy_reduction(var_by_class[[n]])[0]
 
         if targets is None:
-            # G&R (2006) eqs 4.3–4.4: p_n = ỹ_n − m̃_n for y_n ~ N(m̃_n, I) truncated to the cone of t_n
+            # G&R (2006) eqs 4.3–4.4: p_i = z̃_i − μ_i for z_i ~ N(μ_i, I) truncated to the cone of c_i (i is ``n``)
             shift = likelihood.cone_mean_shift(t[[n]], mean[[n]])[0][0]
         else:
             shift = targets[n] - mean[n]
-        site_targets[step] = mean[n] + shift  # ỹ_n, fixed from now on
+        site_targets[step] = mean[n] + shift  # z̃_i, fixed from now on
 
         column = np.asarray(kernel_column(n), dtype=float)
         if column.ndim == 1:
@@ -526,12 +530,12 @@ def ivm_fit(kernel: SEKernel | Sequence[SEKernel] | None, X: ArrayLike, t: Array
 
     Parameters
     ----------
-    kernel : SEKernel or sequence of K SEKernels or None
+    kernel : SEKernel or sequence of C SEKernels or None
         One kernel shared by every class (G&R's experiments) or one per class; ``None`` is ``SEKernel()``.
-    X : array_like (N, D)
+    X : array_like (n, D)
         Training inputs.
-    t : array_like (N,) of int
-        Class codes 0..K−1.
+    t : array_like (n,) of int
+        Classes :math:`c_i`, codes 0..C−1.
     n_active, selection, rng, n_classes, likelihood, screen, targets, progress
         As in :func:`ivm_adf`.
 
@@ -548,7 +552,7 @@ def ivm_fit(kernel: SEKernel | Sequence[SEKernel] | None, X: ArrayLike, t: Array
         k.diag(X[:1])  # checks that the kernel fits the inputs (ARD lengthscales per feature)
 
     def kernel_column(n):
-        # c_gn = k_g(X, x_n), with the jitter of C_g at entry n
+        # k_gi = k_g(X, x_i), with the jitter of K_g at entry i (i is ``n`` here)
         column = np.stack([k.K(X, X[n : n + 1])[:, 0] for k in kernels])
         column[:, n] += [k.jitter for k in kernels]
         return column
@@ -571,34 +575,34 @@ def ivm_fit(kernel: SEKernel | Sequence[SEKernel] | None, X: ArrayLike, t: Array
 
 
 def ivm_predict(fit: IVMFit, X: ArrayLike, *, path: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    r"""Posterior means and variances of the K latent functions at new inputs, from the active set.
+    r"""Posterior means and variances of the C latent functions at new inputs, from the active set.
 
-    After S inclusions with fixed site values :math:`\tilde{\mathbf y}_{\mathcal I}`, each
-    :math:`Q(\mathbf m_k)` is GP regression with unit noise on the active set (GPML eqs 2.25–2.26,
+    After S inclusions with fixed site values :math:`\widetilde{\mathbf z}_{\mathcal I}`, each
+    :math:`Q(\mathbf f^c)` is GP regression with unit noise on the active set (GPML eqs 2.25–2.26,
     G&R §4.5 restricted to :math:`\mathcal I`):
 
-    .. math:: \tilde m_k(\mathbf x_*) = \mathbf a_*^T\mathbf b_k, \quad
-              \sigma_k^2(\mathbf x_*) = c_k(\mathbf x_*, \mathbf x_*) - \mathbf a_*^T\mathbf a_*, \quad
-              \mathbf a_* = L_{\mathcal I}^{-1}\mathbf c_{k,\mathcal I *},\;
-              \mathbf b_k = L_{\mathcal I}^{-1}\tilde{\mathbf y}_{\mathcal I k},
+    .. math:: \mu^c(\mathbf x_*) = \mathbf a_*^T\mathbf b_c, \quad
+              \sigma_c^2(\mathbf x_*) = k_c(\mathbf x_*, \mathbf x_*) - \mathbf a_*^T\mathbf a_*, \quad
+              \mathbf a_* = L_{\mathcal I}^{-1}\mathbf k_{c,\mathcal I *},\;
+              \mathbf b_c = L_{\mathcal I}^{-1}\widetilde{\mathbf z}^c_{\mathcal I},
 
-    with :math:`L_{\mathcal I}L_{\mathcal I}^T = C_{k,\mathcal I\mathcal I} + I` (S × S, factorised
+    with :math:`L_{\mathcal I}L_{\mathcal I}^T = K_{c,\mathcal I\mathcal I} + I` (S × S, factorised
     once). Because the rows of :math:`L_{\mathcal I}` follow the inclusion order, the prediction of
     the model after only its first l inclusions is the sum of the first l terms of these inner
-    products: ``path=True`` returns all S of them at cost :math:`O(S N_* K)`.
+    products: ``path=True`` returns all S of them at cost :math:`O(S m C)` for m test points.
 
     Parameters
     ----------
     fit : IVMFit
         From :func:`ivm_fit`.
-    X : array_like (N*, D)
+    X : array_like (m, D)
         Test inputs.
     path : bool
-        If True return arrays of shape (S, N*, K): entry l is the prediction after l + 1 inclusions.
+        If True return arrays of shape (S, m, C): entry l is the prediction after l + 1 inclusions.
 
     Returns
     -------
-    mean, var : ndarrays (N*, K), or (S, N*, K) with ``path=True``
+    mean, var : ndarrays (m, C), or (S, m, C) with ``path=True``
         Pass them to ``MultinomialProbitLikelihood().predict`` for class probabilities (G&R §4.5, eq 5.5).
     """
     if fit.kernels is None or fit.X_active is None:
@@ -610,9 +614,9 @@ def ivm_predict(fit: IVMFit, X: ArrayLike, *, path: bool = False) -> tuple[np.nd
         classes = np.flatnonzero(fit.kernel_of_class == g)
         C_active = kernel.K(fit.X_active)
         C_active[np.diag_indices_from(C_active)] += 1.0
-        # L Lᵀ = C_II + I (unit noise of the ADF sites)
+        # L Lᵀ = K_II + I (unit noise of the ADF sites)
         L = cholesky(C_active, name="C_II + I").L
-        # a_* = L⁻¹ c_I*,  b_k = L⁻¹ ỹ_Ik  (GPML eqs 2.25–2.26 via one Cholesky)
+        # a_* = L⁻¹ k_I*,  b_c = L⁻¹ z̃^c_I  (GPML eqs 2.25–2.26 via one Cholesky)
         A = solve_lower(L, kernel.K(fit.X_active, X))
         B = solve_lower(L, fit.targets[:, classes])
         prior = kernel.diag(X)

@@ -429,16 +429,18 @@ class LabelNoiseLikelihood:
 class MultinomialProbitLikelihood:
     r"""The multinomial probit of Girolami & Rogers (eq 3.1), the shared core of VB, Gibbs and the IVM.
 
-    Each point has K latent values :math:`m_{n1..nK}`; auxiliary
-    :math:`y_{nk} = m_{nk} + \epsilon_{nk}`, :math:`\epsilon \sim N(0, 1)`, and
-    :math:`t_n = \arg\max_k y_{nk}`. Integrating :math:`y_n` out,
+    Each point i has C latent values :math:`\mathbf f_i = (f_i^1, \dots, f_i^C)`; auxiliary
+    :math:`z_i^c = f_i^c + \epsilon_i^c`, :math:`\epsilon_i^c \sim N(0, 1)`, and
+    :math:`c_i = \arg\max_c z_i^c`. Integrating :math:`\mathbf z_i` out, for the observed class :math:`k`,
 
-    .. math:: P(t_n = i \mid \mathbf m_n) = E_{u}\Bigl[\prod_{j\ne i}\Phi(u + m_{ni} - m_{nj})\Bigr],
+    .. math:: P(c_i = k \mid \mathbf f_i) = E_{u}\Bigl[\prod_{j\ne k}\Phi(u + f_i^k - f_i^j)\Bigr],
               \qquad u \sim N(0, 1).
 
     Every expectation over :math:`u` is computed by Gauss–Hermite quadrature
     with ``n_nodes`` nodes, in log space; the paper used 1000 Monte Carlo
-    samples. Class codes ``t`` are 0..K−1 (the paper's 1..K minus one).
+    samples. Class codes ``t`` hold the classes :math:`c_i`, 0..C−1 (the paper's :math:`t_n`, 1..K, minus
+    one), and ``M`` the n × C latent values :math:`f_i^c` (the paper's :math:`\mathbf M`, :math:`m_{nk}`), or the
+    posterior means :math:`\mu_i^c` where the callers pass those.
     """
 
     name = "multinomial_probit"
@@ -460,9 +462,9 @@ class MultinomialProbitLikelihood:
         return t, M
 
     def _log_phi_terms(self, t, M, scale_own=None, scale_other=None):
-        """log Φ((u·a_i + m_i − m_j)/b_j) for every node u and class j, with the own class zeroed.
+        """log Φ((u·a_i + f_i^k − f_i^j)/b_i^j) for every point i, node u and class j (k = c_i), own class zeroed.
 
-        Shape (n, Q, K). ``a`` and ``b`` default to 1 (the plain likelihood).
+        Shape (n, Q, C). ``a`` and ``b`` default to 1 (the plain likelihood).
         """
         n, K = M.shape
         own = M[np.arange(n), t]
@@ -473,14 +475,14 @@ class MultinomialProbitLikelihood:
         return A
 
     def log_p(self, t: ArrayLike, M: ArrayLike) -> np.ndarray:
-        """log P(t_n | m_n) for every point, shape (n,).
+        """log P(c_i | f_i) for every point i, shape (n,).
 
         Parameters
         ----------
         t : array-like (n,)
-            Class codes 0..K−1.
-        M : array-like (n, K)
-            Latent values.
+            Classes c_i, codes 0..C−1.
+        M : array-like (n, C)
+            Latent values f_i^c.
 
         Returns
         -------
@@ -491,23 +493,23 @@ class MultinomialProbitLikelihood:
         return logsumexp(S + self._log_w, axis=1)
 
     def predict(self, mean: ArrayLike, var: ArrayLike) -> np.ndarray:
-        r"""P(t = k) for latent values :math:`m_k \sim N(\mu_k, s_k^2)` independently (G&R §4.5, App. B, eq 5.5).
+        r"""P(c_i = k) for latent values :math:`f_i^c \sim N(\mu_i^c, \sigma_{ci}^2)` independently (G&R §4.5, App. B, eq 5.5).
 
-        .. math:: P(t = k) = E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_k + \mu_k - \mu_j}{v_j}\Bigr)\Bigr],
-                  \quad v_j = \sqrt{1 + s_j^2}.
+        .. math:: P(c_i = k) = E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_{ki} + \mu_i^k - \mu_i^j}{v_{ji}}\Bigr)\Bigr],
+                  \quad v_{ji} = \sqrt{1 + \sigma_{ji}^2}.
 
         Parameters
         ----------
-        mean : array-like (n, K)
-            The means :math:`\mu`.
-        var : array-like (n, K) or broadcastable to it
-            The variances :math:`s^2`, non-negative.
+        mean : array-like (n, C)
+            The means :math:`\mu_i^c`.
+        var : array-like (n, C) or broadcastable to it
+            The variances :math:`\sigma_{ci}^2`, non-negative.
 
         Returns
         -------
-        ndarray (n, K)
-            Its rows sum to one up to the quadrature error (about 1e-10 with the default nodes),
-            which is not hidden by renormalising.
+        ndarray (n, C)
+            Entry (i, k) is :math:`P(c_i = k)`. Its rows sum to one up to the quadrature error (about
+            1e-10 with the default nodes), which is not hidden by renormalising.
         """
         mean = np.asarray(mean, dtype=float)
         var = np.broadcast_to(np.asarray(var, dtype=float), mean.shape)
@@ -525,37 +527,39 @@ class MultinomialProbitLikelihood:
         return out
 
     def cone_mean_shift(self, t: ArrayLike, M: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        r"""P = E[y_n] − m_n for y_n ~ N(m_n, I) truncated to the cone of class t_n (G&R eqs 4.3, 4.4).
+        r"""P = E[z_i] − f_i for z_i ~ N(f_i, I) truncated to the cone of class c_i (G&R eqs 4.3, 4.4).
 
-        For :math:`k \ne i = t_n`:
+        For the observed class :math:`k = c_i` and :math:`c \ne k`:
 
-        .. math:: p_{nk} = -\frac{E_u[\phi(u + m_{ni} - m_{nk})\,\Phi_u^{n,i,k}]}
-                                 {E_u[\prod_{j\ne i}\Phi(u + m_{ni} - m_{nj})]},\qquad
-                  p_{ni} = -\sum_{k\ne i} p_{nk},
+        .. math:: p_i^c = -\frac{E_u[\phi(u + f_i^k - f_i^c)\,\Phi_u^{i,k,c}]}
+                                {E_u[\prod_{j\ne k}\Phi(u + f_i^k - f_i^j)]},\qquad
+                  p_i^k = -\sum_{c\ne k} p_i^c,
 
-        with :math:`\Phi_u^{n,i,k} = \prod_{j\ne i,k}\Phi(u + m_{ni} - m_{nj})`.
+        with :math:`\Phi_u^{i,k,c} = \prod_{j\ne k,c}\Phi(u + f_i^k - f_i^j)`. In VB the means
+        :math:`f_i^c` passed are the posterior means :math:`\mu_i^c`, and ``M + P`` holds :math:`\widetilde z_i^c`.
 
         Parameters
         ----------
         t, M : array-like
-            Class codes (n,) and latent values (n, K), as for :meth:`log_p`.
+            Classes :math:`c_i` (n,) and latent values :math:`f_i^c` (n, C), as for :meth:`log_p`.
 
         Returns
         -------
-        P : ndarray (n, K)
-            The mean shifts; each row sums to zero (eq 4.4).
+        P : ndarray (n, C)
+            The mean shifts :math:`p_i^c`; each row sums to zero (eq 4.4).
         log_Z : ndarray (n,)
-            ``log_Z[n] = log P(t_n | m_n)``, the denominator (the normaliser of the truncated Gaussian).
+            ``log_Z[i]`` is :math:`\log\mathcal Z_i = \log P(c_i \mid \mathbf f_i)`, the log of the denominator
+            (the normaliser of the truncated Gaussian).
         """
         t, M = self._check(t, M)
         n, K = M.shape
         A = self._log_phi_terms(t, M)
-        S = A.sum(axis=2)  # log Π_{j≠i} Φ(u + m_i − m_j)
+        S = A.sum(axis=2)  # log Π_{j≠k} Φ(u + f_i^k − f_i^j), k = c_i
         log_Z = logsumexp(S + self._log_w, axis=1)
         own = M[np.arange(n), t]
-        d = (own[:, None] - M)[:, None, :] + self._u[None, :, None]  # u + m_i − m_k
+        d = (own[:, None] - M)[:, None, :] + self._u[None, :, None]  # u + f_i^k − f_i^c
         log_pdf = -0.5 * d**2 - 0.5 * np.log(2.0 * np.pi)
-        # numerator: E_u[φ(u + m_i − m_k) Π_{j≠i,k} Φ(...)] = E_u[φ_k · exp(S − A_k)]
+        # numerator: E_u[φ(u + f_i^k − f_i^c) Π_{j≠k,c} Φ(...)] = E_u[φ_c · exp(S − A_c)]
         log_num = logsumexp(log_pdf + S[:, :, None] - A + self._log_w[None, :, None], axis=1)
         P = -np.exp(log_num - log_Z[:, None])
         P[np.arange(n), t] = 0.0

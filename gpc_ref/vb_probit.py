@@ -1,54 +1,62 @@
 r"""Variational Bayes for binary and multinomial probit GP classification (Girolami & Rogers 2006).
 
 Albert & Chib's augmentation gives every point an auxiliary vector
-:math:`\mathbf y_n = \mathbf m_n + \boldsymbol\epsilon_n`, :math:`\boldsymbol\epsilon_n \sim N(0, I)`,
+:math:`\mathbf z_i = \mathbf f_i + \boldsymbol\epsilon_i`, :math:`\boldsymbol\epsilon_i \sim N(0, I)`,
 with the class the index of its largest entry (G&R eq 3.1). With the factorised
-posterior :math:`Q(\mathbf Y)Q(\mathbf M)` both factors are available in closed
-form: Q(M) is K independent GP regressions with unit noise on the targets
-:math:`\widetilde{\mathbf y}_k`, and Q(Y) is a product of cone-truncated Gaussians.
+posterior :math:`Q(\mathbf z)Q(\mathbf f)` both factors are available in closed
+form: :math:`Q(\mathbf f)` is C independent GP regressions with unit noise on the targets
+:math:`\widetilde{\mathbf z}^c`, and :math:`Q(\mathbf z)` is a product of cone-truncated Gaussians.
 
-Notation (book symbol ← code name; G&R's symbol in brackets):
+Notation: the book's (n training points indexed by i, C classes indexed by c, the point as a
+subscript and the class as a superscript, :math:`f_i^c`; among the latent quantities only the
+auxiliaries carry a tilde, for their mean under Q). Book symbol ← code name, and G&R's symbol:
 
-=====================================  =================  =========================================
-book                                   code               G&R (2006)
-=====================================  =================  =========================================
-class codes 0..K−1                     ``t``              :math:`t_n \in \{1..K\}` (minus one)
-binary labels ±1                       ``t``              :math:`t_n \in \{-1, +1\}` (§4.4.1)
-prior covariance of class k            ``K[k]``           :math:`\mathbf C_{\varphi_k}`
-posterior means of the GP values       ``M`` (n, K)       :math:`\widetilde{\mathbf M}`, columns :math:`\widetilde{\mathbf m}_k`
-posterior means of the auxiliaries     ``Y`` (n, K)       :math:`\widetilde{\mathbf Y}`
-mean shift by the truncation           ``P`` (n, K)       :math:`\mathbf P`, :math:`p_{nk}` (§4.4)
-normaliser of Q(y_n)                   ``exp(log_Z)``     :math:`\mathcal Z_n`
-dual weights                           ``alpha`` (n, K)   :math:`(\mathbf I + \mathbf C_k)^{-1}\widetilde{\mathbf y}_k`
-posterior covariance of m_k            (not formed)       :math:`\Sigma_k = \mathbf C_k(\mathbf I + \mathbf C_k)^{-1}`
-lower bound                            ``lower_bound``    Appendix C
-kernel precisions                      ``phi``            :math:`\varphi_d = 1/(2\ell_d^2)`
-their exponential rates                ``psi``            :math:`\psi_d`
-Gamma hyperprior (shape, rate)         ``prior_shape``,   :math:`\sigma, \tau`
-                                       ``prior_rate``
-=====================================  =================  =========================================
+=========================================================  ====================  =========================================
+book                                                       code                  G&R (2006)
+=========================================================  ====================  =========================================
+points, classes :math:`n, C`                               ``n``, ``n_classes``  :math:`N, K`
+class of point i, :math:`c_i \in \{0..C-1\}`               ``t``                 :math:`t_n \in \{1..K\}` (minus one)
+binary label :math:`y_i \in \{-1, +1\}`                    ``t``                 :math:`t_n \in \{-1, +1\}` (§4.4.1)
+prior covariance :math:`K_c` of class c                    ``K[c]``              :math:`\mathbf C_{\varphi_k}`
+GP values :math:`F` (n × C), :math:`f_i^c`                 (not stored)          :math:`\mathbf M`, :math:`m_{nk}`
+posterior means :math:`\mu_i^c`                            ``M`` (n, C)          :math:`\widetilde{\mathbf M}`, :math:`\widetilde m_{nk}`
+their column :math:`\boldsymbol\mu^c` (class c)            ``M[:, c]``           :math:`\widetilde{\mathbf m}_k`
+their row :math:`\boldsymbol\mu_i` (point i)               ``M[i]``              :math:`\widetilde{\mathbf m}_n`
+auxiliaries :math:`z_i^c`, all of them :math:`\mathbf z`   (not stored)          :math:`y_{nk}`, :math:`\mathbf Y`
+their posterior means :math:`\widetilde z_i^c`             ``Y`` (n, C)          :math:`\widetilde{\mathbf Y}`, :math:`\widetilde y_{nk}`
+mean shift :math:`p_i^c`, :math:`P` (n × C)                ``P`` (n, C)          :math:`\mathbf P`, :math:`p_{nk}` (§4.4)
+normaliser :math:`\mathcal Z_i` of :math:`Q(\mathbf z_i)`  ``exp(log_Z)``        :math:`\mathcal Z_n`
+dual weights :math:`\boldsymbol\alpha_c`                   ``alpha`` (n, C)      :math:`(\mathbf I + \mathbf C_k)^{-1}\widetilde{\mathbf y}_k`
+posterior covariance :math:`\Sigma_c`                      (not formed)          :math:`\Sigma_k = \mathbf C_k(\mathbf I + \mathbf C_k)^{-1}`
+lower bound :math:`\mathcal L`                             ``lower_bound``       Appendix C
+kernel precisions :math:`\varphi_d`                        ``phi``               :math:`\varphi_d = 1/(2\ell_d^2)`
+their exponential rates :math:`\psi_d`                     ``psi``               :math:`\psi_d`
+Gamma hyperprior (shape, rate)                             ``prior_shape``,      :math:`\sigma, \tau`
+                                                           ``prior_rate``
+=========================================================  ====================  =========================================
 
-Keeping :math:`\boldsymbol\alpha_k` instead of :math:`\widetilde{\mathbf m}_k` means only
-:math:`\mathbf I + \mathbf C_k` is ever factorised (its eigenvalues are at least one), never
-:math:`\mathbf C_k` itself: :math:`\widetilde{\mathbf m}_k = \mathbf C_k\boldsymbol\alpha_k`,
-:math:`\widetilde{\mathbf m}_k^T\mathbf C_k^{-1}\widetilde{\mathbf m}_k = \boldsymbol\alpha_k^T\mathbf C_k\boldsymbol\alpha_k`,
-and the predictive mean at a new point is :math:`\boldsymbol\alpha_k^T\mathbf c_k^{new}` (§4.5).
+with :math:`\boldsymbol\alpha_c = (I + K_c)^{-1}\widetilde{\mathbf z}^c`, :math:`\Sigma_c = K_c(I + K_c)^{-1}`
+and :math:`p_i^c = \widetilde z_i^c - \mu_i^c`. Keeping :math:`\boldsymbol\alpha_c` instead of
+:math:`\boldsymbol\mu^c` means only :math:`I + K_c` is ever factorised (its eigenvalues are at least one),
+never :math:`K_c` itself: :math:`\boldsymbol\mu^c = K_c\boldsymbol\alpha_c`,
+:math:`(\boldsymbol\mu^c)^T K_c^{-1}\boldsymbol\mu^c = \boldsymbol\alpha_c^T K_c\boldsymbol\alpha_c`,
+and the predictive mean at a new point :math:`\mathbf x_*` is :math:`\boldsymbol\alpha_c^T\mathbf k_{*c}` (§4.5).
 
 The lower bound of Appendix C simplifies (the book derives it) to
 
-.. math:: \mathcal L = \sum_n \log\mathcal Z_n
-          - \tfrac12\sum_k \widetilde{\mathbf m}_k^T\mathbf C_k^{-1}\widetilde{\mathbf m}_k
-          - \tfrac12\sum_k \log|\mathbf I + \mathbf C_k|,
+.. math:: \mathcal L = \sum_{i=1}^n \log\mathcal Z_i
+          - \tfrac12\sum_c (\boldsymbol\mu^c)^T K_c^{-1}\boldsymbol\mu^c
+          - \tfrac12\sum_c \log|I + K_c|,
 
-because :math:`\tr\Sigma_k + \tr(\mathbf C_k^{-1}\Sigma_k) = N` and
-:math:`|\Sigma_k|/|\mathbf C_k| = |\mathbf I + \mathbf C_k|^{-1}`. The printed final
-expression carries an extra :math:`-\tfrac{N(K-1)}{2}\log 2\pi` (see the errata page).
+because :math:`\tr\Sigma_c + \tr(K_c^{-1}\Sigma_c) = n` and
+:math:`|\Sigma_c|/|K_c| = |I + K_c|^{-1}`. The printed final
+expression carries an extra :math:`-\tfrac{n(C-1)}{2}\log 2\pi` (G&R's :math:`N(K-1)`; see the errata page).
 
 References
 ----------
 - [GR06] Girolami & Rogers (2006), eqs 3.1, 4.1–4.9, §4.5, Appendices A–C.
 - [AC93] Albert & Chib (1993): the auxiliary-variable representation of the probit.
-- [GPML] Rasmussen & Williams (2006), §2.2 (GP regression with unit noise, used by Q(M)).
+- [GPML] Rasmussen & Williams (2006), §2.2 (GP regression with unit noise, used by Q(f)).
 - [VR08] Varadhan & Roland (2008): SQUAREM, the optional acceleration of the fixed-point iterations.
 
 Learning the kernel (G&R's importance sampling, and maximisation of the bound) is in
@@ -101,38 +109,38 @@ def _kernel_matrices(K, n_classes=None):
     return list(check_covariance_stack(K, "K", n_classes=n_classes))
 
 
-# --------------------------------------------------------------------------- Q(Y): truncated Gaussians
+# --------------------------------------------------------------------------- Q(z): truncated Gaussians
 def truncated_normal_mean(m: ArrayLike, t: ArrayLike) -> np.ndarray:
-    r"""Mean of :math:`y \sim N(m, 1)` truncated to :math:`t\,y > 0` (G&R §4.4.1, footnote 6).
+    r"""Mean of :math:`z \sim N(\mu, 1)` truncated to :math:`y\,z > 0` (G&R §4.4.1, footnote 6).
 
-    .. math:: \widetilde y = m + t\,\frac{\phi(m)}{\Phi(t m)}
+    .. math:: \widetilde z = \mu + y\,\frac{\phi(\mu)}{\Phi(y \mu)}
 
-    for labels :math:`t \in \{-1, +1\}`. The ratio is evaluated in log space
+    for labels :math:`y \in \{-1, +1\}`. The ratio is evaluated in log space
     (:func:`~gpc_ref.likelihoods.normal_pdf_over_cdf`), so it stays finite when
-    :math:`t m \to -\infty` (where it grows like :math:`-t m`).
+    :math:`y \mu \to -\infty` (where it grows like :math:`-y \mu`).
 
     Parameters
     ----------
     m : array_like (n,)
-        Means :math:`\widetilde m_n` of the untruncated Gaussians.
+        Means :math:`\mu_i` of the untruncated Gaussians (G&R's :math:`\widetilde m_n`).
     t : array_like (n,)
-        Labels in {−1, +1} (or {0, 1}).
+        Labels :math:`y_i` in {−1, +1} (or {0, 1}).
 
     Returns
     -------
     ndarray (n,)
-        The truncated means :math:`\widetilde y_n`.
+        The truncated means :math:`\widetilde z_i`.
     """
     m = np.asarray(m, dtype=float)
     t = check_binary_labels(t, "t")
-    # G&R (2006) footnote 6: ỹ = m̃ + t φ(m̃)/Φ(t m̃)   (φ is even, so φ(m) = φ(t m))
+    # G&R (2006) footnote 6: z̃ = μ + y φ(μ)/Φ(y μ), y = ``t``   (φ is even, so φ(μ) = φ(y μ))
     return m + t * normal_pdf_over_cdf(t * m)
 
 
 def cone_truncated_mean(
     t: ArrayLike, M: ArrayLike, *, likelihood: MultinomialProbitLikelihood | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Means :math:`\widetilde{\mathbf Y}` and :math:`\log\mathcal Z_n` of :math:`N(\mathbf m_n, I)` truncated to cone :math:`t_n` (G&R eqs 4.3, 4.4).
+    r"""Means :math:`\widetilde z_i^c` and :math:`\log\mathcal Z_i` of :math:`N(\boldsymbol\mu_i, I)` truncated to the cone of class :math:`c_i` (G&R eqs 4.3, 4.4).
 
     A thin wrapper of :meth:`~gpc_ref.likelihoods.MultinomialProbitLikelihood.cone_mean_shift`
     (Gauss–Hermite quadrature over :math:`u`).
@@ -140,21 +148,21 @@ def cone_truncated_mean(
     Parameters
     ----------
     t : array_like (n,)
-        Class codes 0..C−1.
+        Classes :math:`c_i`, codes 0..C−1.
     M : array_like (n, C)
-        Means :math:`\widetilde{\mathbf m}_n` of the untruncated Gaussians, one row per point.
+        Means :math:`\boldsymbol\mu_i` of the untruncated Gaussians, one row per point (G&R's :math:`\widetilde{\mathbf m}_n`).
     likelihood : MultinomialProbitLikelihood, optional
         Carries the Gauss–Hermite rule (default 48 nodes).
 
     Returns
     -------
     Y : ndarray (n, C)
-        :math:`\widetilde{\mathbf Y} = \mathbf M + \mathbf P`.
+        :math:`\widetilde z_i^c = \mu_i^c + p_i^c`, i.e. ``M + P`` (G&R's :math:`\widetilde{\mathbf Y} = \widetilde{\mathbf M} + \mathbf P`).
     log_Z : ndarray (n,)
-        :math:`\log\mathcal Z_n`.
+        :math:`\log\mathcal Z_i`.
     """
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
-    # G&R (2006) eqs 4.3, 4.4: ỹ_n = m̃_n + p_n
+    # G&R (2006) eqs 4.3, 4.4: z̃_i = μ_i + p_i
     P, log_Z = likelihood.cone_mean_shift(t, M)
     return np.asarray(M, dtype=float) + P, log_Z
 
@@ -162,7 +170,7 @@ def cone_truncated_mean(
 def cone_mean_shift_monte_carlo(
     t: ArrayLike, M: ArrayLike, *, rng: np.random.Generator | int, n_samples: int = 1000
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""The paper's estimator of P and :math:`\mathcal Z_n`: the expectations over u by Monte Carlo.
+    r"""The paper's estimator of :math:`P` and :math:`\mathcal Z_i`: the expectations over u by Monte Carlo.
 
     G&R (§6.1) computed the one-dimensional expectations of eqs 4.3–4.4 with
     1000 samples :math:`u^{(s)} \sim N(0,1)`, shared by all points. This
@@ -180,9 +188,9 @@ def cone_mean_shift_monte_carlo(
     Returns
     -------
     P : ndarray (n, C)
-        The mean shifts :math:`p_{nk}` (the truncated means are ``M + P``).
+        The mean shifts :math:`p_i^c` (the truncated means are ``M + P``).
     log_Z : ndarray (n,)
-        :math:`\log\mathcal Z_n`.
+        :math:`\log\mathcal Z_i`.
     """
     rng = check_rng(rng)
     M = check_matrix(M, "M")
@@ -190,17 +198,17 @@ def cone_mean_shift_monte_carlo(
     t, _ = check_class_codes(t, n, M.shape[1], require_all=False)
     u = rng.standard_normal(int(n_samples))
     own = M[np.arange(n), t]
-    d = u[None, :, None] + (own[:, None] - M)[:, None, :]  # u + m̃_ni − m̃_nk, shape (n, S, K)
+    d = u[None, :, None] + (own[:, None] - M)[:, None, :]  # u + μ_i^k − μ_i^c (k = c_i), shape (n, S, C)
     log_Phi = log_ndtr(d)
     log_Phi[np.arange(n), :, t] = 0.0
-    S = log_Phi.sum(axis=2)  # log Π_{j≠i} Φ(u + m̃_i − m̃_j)
-    # G&R (2006) App. A.2: Z_n = E_u[Π_{j≠i} Φ(u + m̃_ni − m̃_nj)], by a sample mean
+    S = log_Phi.sum(axis=2)  # log Π_{j≠k} Φ(u + μ_i^k − μ_i^j)
+    # G&R (2006) App. A.2: Z_i = E_u[Π_{j≠k} Φ(u + μ_i^k − μ_i^j)], by a sample mean
     log_Z = logsumexp(S, axis=1) - np.log(n_samples)
-    # G&R (2006) eq 4.3 numerator: E_u[N_u(m̃_nk − m̃_ni, 1) Φ_u^{n,i,k}]
+    # G&R (2006) eq 4.3 numerator, c ≠ k: E_u[N_u(μ_i^c − μ_i^k, 1) Φ_u^{i,k,c}]
     log_num = logsumexp(-0.5 * d**2 - 0.5 * np.log(2 * np.pi) + S[:, :, None] - log_Phi, axis=1) - np.log(n_samples)
     P = -np.exp(log_num - log_Z[:, None])
     P[np.arange(n), t] = 0.0
-    # G&R (2006) eq 4.4: p_ni = −Σ_{k≠i} p_nk
+    # G&R (2006) eq 4.4: p_i^k = −Σ_{c≠k} p_i^c
     P[np.arange(n), t] = -P.sum(axis=1)
     return P, log_Z
 
@@ -208,22 +216,24 @@ def cone_mean_shift_monte_carlo(
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class VBResult:
-    """State of the variational posterior Q(M)Q(Y) after the iterations.
+    """State of the variational posterior Q(f)Q(z) after the iterations.
 
     Attributes
     ----------
     M : ndarray (n, C)
-        Posterior means :math:`\\widetilde{\\mathbf m}_k` (C = 1 for the binary model).
+        Posterior means :math:`\\mu_i^c`, column c being :math:`\\boldsymbol\\mu^c` (G&R's
+        :math:`\\widetilde{\\mathbf m}_k`; C = 1 for the binary model).
     Y : ndarray (n, C)
-        Means :math:`\\widetilde{\\mathbf y}_k` of Q(Y) at ``M``.
+        Means :math:`\\widetilde z_i^c` of the auxiliaries under Q(z) at ``M`` (G&R's :math:`\\widetilde{\\mathbf Y}`).
     alpha : ndarray (n, C)
-        :math:`(\\mathbf I + \\mathbf C_k)^{-1}\\widetilde{\\mathbf y}_k` of the last Q(M) update; ``M = C alpha``.
+        :math:`\\boldsymbol\\alpha_c = (I + K_c)^{-1}\\widetilde{\\mathbf z}^c` of the last Q(f) update;
+        :math:`\\boldsymbol\\mu^c = K_c\\boldsymbol\\alpha_c`.
     log_Z : ndarray (n,)
-        :math:`\\log\\mathcal Z_n` at ``M``: the log likelihood of each label at the posterior mean.
+        :math:`\\log\\mathcal Z_i` at ``M``: the log likelihood of each label at the posterior mean.
     lower_bound : ndarray (n_iter,)
         The bound of Appendix C after every iteration (non-decreasing for a fixed kernel).
     factors : tuple of CholeskyFactor
-        Cholesky factors of :math:`\\mathbf I + \\mathbf C_k` (one if the kernel is shared).
+        Cholesky factors of :math:`I + K_c` (one if the kernel is shared).
     n_iter : int
         Iterations (evaluations of the update map when accelerated).
     converged : bool
@@ -243,27 +253,27 @@ class VBResult:
 
     @property
     def log_marginal_likelihood_bound(self) -> float:
-        """The final value of the lower bound on log p(t | X, kernel)."""
+        """The final value of the lower bound on the log evidence log p(c | X) (binary: log p(y | X)) at this kernel."""
         return float(self.lower_bound[-1])
 
 
 def vb_lower_bound(log_Z: np.ndarray, alpha: np.ndarray, M: np.ndarray, factors: Sequence[CholeskyFactor]) -> float:
     r"""The variational lower bound of G&R Appendix C, in the simplified form derived in the book.
 
-    .. math:: \mathcal L = \sum_n\log\mathcal Z_n - \tfrac12\sum_k\boldsymbol\alpha_k^T\widetilde{\mathbf m}_k
-              - \tfrac12\sum_k\log|\mathbf I + \mathbf C_k|
+    .. math:: \mathcal L = \sum_i\log\mathcal Z_i - \tfrac12\sum_c\boldsymbol\alpha_c^T\boldsymbol\mu^c
+              - \tfrac12\sum_c\log|I + K_c|
 
-    with :math:`\widetilde{\mathbf m}_k = \mathbf C_k\boldsymbol\alpha_k` (so
-    :math:`\boldsymbol\alpha_k^T\widetilde{\mathbf m}_k = \widetilde{\mathbf m}_k^T\mathbf C_k^{-1}\widetilde{\mathbf m}_k`).
+    with :math:`\boldsymbol\mu^c = K_c\boldsymbol\alpha_c` (so
+    :math:`\boldsymbol\alpha_c^T\boldsymbol\mu^c = (\boldsymbol\mu^c)^T K_c^{-1}\boldsymbol\mu^c`).
 
     Parameters
     ----------
     log_Z : ndarray (n,)
-        :math:`\log\mathcal Z_n`.
+        :math:`\log\mathcal Z_i`.
     alpha, M : ndarray (n, C)
-        Dual weights :math:`\boldsymbol\alpha_k` and means :math:`\widetilde{\mathbf m}_k`, one column per class.
+        Dual weights :math:`\boldsymbol\alpha_c` and means :math:`\boldsymbol\mu^c`, one column per class.
     factors : sequence of CholeskyFactor
-        One factor of :math:`\mathbf I + \mathbf C_k` per class, or a single shared one counted C times.
+        One factor of :math:`I + K_c` per class, or a single shared one counted C times.
 
     Returns
     -------
@@ -274,7 +284,7 @@ def vb_lower_bound(log_Z: np.ndarray, alpha: np.ndarray, M: np.ndarray, factors:
         half_log_det = 0.5 * n_cols * factors[0].log_det
     else:
         half_log_det = 0.5 * sum(f.log_det for f in factors)
-    # G&R (2006) App. C (simplified): Σ log Z_n − ½ Σ_k m̃_kᵀ C_k⁻¹ m̃_k − ½ Σ_k log|I + C_k|
+    # G&R (2006) App. C (simplified): Σ_i log Z_i − ½ Σ_c μ^cᵀ K_c⁻¹ μ^c − ½ Σ_c log|I + K_c|
     return float(np.sum(log_Z) - 0.5 * np.sum(alpha * M) - half_log_det)
 
 
@@ -310,10 +320,10 @@ def _converged(bounds, alpha, alpha_next, tol):
 
 
 def _squarem(evaluate, update, alpha, max_iter, tol):
-    """SQUAREM acceleration [VR08] of the fixed-point map α ↦ (I + C)⁻¹ ỹ(α), the bound as merit function.
+    """SQUAREM acceleration [VR08] of the fixed-point map α ↦ (I + K)⁻¹ z̃(α), the bound as merit function.
 
-    ``evaluate(α)`` returns ``(M, Y, log_Z, bound)`` for M̃ = Cα with Q(Y) refreshed
-    at M̃; ``update(Y)`` is the Q(M) step. Each cycle takes two plain steps
+    ``evaluate(α)`` returns ``(M, Y, log_Z, bound)`` for the means μ = Kα (``M``) with Q(z)
+    refreshed at them (``Y`` = z̃); ``update(Y)`` is the Q(f) step. Each cycle takes two plain steps
     α0 → α1 → α2, extrapolates α' = α0 − 2s r + s² v (r = α1 − α0,
     v = α2 − 2α1 + α0, s = −‖r‖/‖v‖), applies one more plain step, and keeps the
     result only if its bound is at least that of α2; otherwise s is moved
@@ -365,15 +375,15 @@ def vb_probit_binary(
 ) -> VBResult:
     r"""Binary variational Bayes probit classification (G&R §4.4.1, eq 4.9).
 
-    One GP :math:`\mathbf m \sim N(0, \mathbf C)`, auxiliaries
-    :math:`y_n \sim N(m_n, 1)` and labels :math:`t_n = \operatorname{sign}(y_n) \in \{-1, +1\}`.
-    Each iteration updates Q(y) (footnote 6) and then Q(m) (eq 4.9):
+    One GP :math:`\mathbf f \sim N(0, K)`, auxiliaries
+    :math:`z_i \sim N(f_i, 1)` and labels :math:`y_i = \operatorname{sign}(z_i) \in \{-1, +1\}`.
+    Each iteration updates Q(z) (footnote 6) and then Q(f) (eq 4.9):
 
-    .. math:: p_n = t_n\frac{\phi(\widetilde m_n)}{\Phi(t_n\widetilde m_n)}, \qquad
-              \widetilde{\mathbf m} \leftarrow \mathbf C(\mathbf I + \mathbf C)^{-1}(\widetilde{\mathbf m} + \mathbf p).
+    .. math:: p_i = y_i\frac{\phi(\mu_i)}{\Phi(y_i\mu_i)}, \qquad
+              \boldsymbol\mu \leftarrow K(I + K)^{-1}(\boldsymbol\mu + \mathbf p).
 
-    :math:`\mathbf I + \mathbf C` is factorised once. The bound (Appendix C with
-    K = 1 and :math:`\mathcal Z_n = \Phi(t_n\widetilde m_n)`) is recorded every iteration;
+    :math:`I + K` is factorised once. The bound (Appendix C with
+    C = 1 and :math:`\mathcal Z_i = \Phi(y_i\mu_i)`) is recorded every iteration;
     the loop stops when it rises by less than ``tol``·max(1, |bound|) *and* the fixed-point residual
     (the largest change of :math:`\boldsymbol\alpha` in the last iteration, relative to its size) is below
     :math:`\sqrt{\text{tol}}`: a slowly contracting map can raise the bound by very little per iteration
@@ -382,15 +392,15 @@ def vb_probit_binary(
     Parameters
     ----------
     K : array_like (n, n)
-        Prior covariance :math:`\mathbf C` (jitter included).
+        Prior covariance :math:`K` (jitter included; G&R's :math:`\mathbf C`).
     t : array_like (n,)
-        Labels in {−1, +1} (or {0, 1}).
+        Labels :math:`y_i` in {−1, +1} (or {0, 1}).
     max_iter : int
         Iterations at most (evaluations of the update map when accelerated).
     tol : float
         Relative rise of the bound below which the iterations stop (with the residual test above).
     alpha_init : array_like (n,), optional
-        Starting :math:`\boldsymbol\alpha` (so :math:`\widetilde{\mathbf m} = \mathbf C\boldsymbol\alpha`); zeros by default.
+        Starting :math:`\boldsymbol\alpha` (so :math:`\boldsymbol\mu = K\boldsymbol\alpha`); zeros by default.
     warn : bool
         Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the iterations stop unconverged.
     accelerate : bool
@@ -432,17 +442,17 @@ def vb_probit_binary(
     bounds = []
     converged = False
     for it in range(1, int(max_iter) + 1):
-        # Q(y): G&R (2006) footnote 6, p_n = t_n φ(m̃_n)/Φ(t_n m̃_n) and ỹ = m̃ + p
+        # Q(z): G&R (2006) footnote 6, p_i = y_i φ(μ_i)/Φ(y_i μ_i) and z̃ = μ + p (labels y = ``t``, μ = ``m``)
         p = t * normal_pdf_over_cdf(t * m)
         y = m + p
-        log_Z = log_ndtr(t * m)  # Z_n = Φ(t_n m̃_n)
-        # App. C with K = 1: Σ log Φ(t_n m̃_n) − ½ m̃ᵀC⁻¹m̃ − ½ log|I + C|
+        log_Z = log_ndtr(t * m)  # Z_i = Φ(y_i μ_i)
+        # App. C with one GP: Σ_i log Φ(y_i μ_i) − ½ μᵀK⁻¹μ − ½ log|I + K|  (K is the matrix ``C`` here)
         bounds.append(float(np.sum(log_Z) - 0.5 * alpha @ m - 0.5 * factor.log_det))
-        # Q(m): G&R (2006) eq 4.9, m̃ ← C (I + C)⁻¹ (m̃ + p), kept as α = (I + C)⁻¹ ỹ, m̃ = C α
+        # Q(f): G&R (2006) eq 4.9, μ ← K (I + K)⁻¹ (μ + p), kept as α = (I + K)⁻¹ z̃, μ = K α
         alpha_next = factor.solve(y)
         converged = _converged(bounds, alpha, alpha_next, tol)
         if converged or it == int(max_iter):
-            break  # stop with Q(Y), the bound and Q(M) consistent
+            break  # stop with Q(z), the bound and Q(f) consistent
         alpha = alpha_next
         m = C @ alpha
     if not converged and warn:
@@ -462,15 +472,15 @@ def vb_probit_multiclass(
     warn: bool = True,
     accelerate: bool = False,
 ) -> VBResult:
-    r"""K-class variational Bayes multinomial probit classification (G&R §4.3–4.4, eqs 4.1–4.6).
+    r"""C-class variational Bayes multinomial probit classification (G&R §4.3–4.4, eqs 4.1–4.6).
 
-    Every iteration updates Q(Y) (eqs 4.3, 4.4: the truncated-Gaussian means,
-    Gauss–Hermite over u) and then Q(M) (eq 4.6), for each class k:
+    Every iteration updates Q(z) (eqs 4.3, 4.4: the truncated-Gaussian means,
+    Gauss–Hermite over u) and then Q(f) (eq 4.6), for each class c:
 
-    .. math:: \widetilde{\mathbf m}_k \leftarrow \mathbf C_k(\mathbf I + \mathbf C_k)^{-1}(\widetilde{\mathbf m}_k + \mathbf p_k).
+    .. math:: \boldsymbol\mu^c \leftarrow K_c(I + K_c)^{-1}(\boldsymbol\mu^c + \mathbf p^c).
 
-    The K regressions are computationally independent; they are coupled only
-    through :math:`\mathbf P`, whose row n depends on all of :math:`\widetilde{\mathbf m}_n`.
+    The C regressions are computationally independent; they are coupled only
+    through :math:`P`, whose row i depends on all of :math:`\boldsymbol\mu_i`.
     The bound of Appendix C is recorded every iteration and never decreases
     (a property the tests check); the loop stops when it rises by less than
     ``tol``·max(1, |bound|) and the fixed-point residual of :math:`\boldsymbol\alpha` is below
@@ -481,13 +491,13 @@ def vb_probit_multiclass(
     K : array_like (n, n) or (C, n, n)
         One prior covariance shared by every class, or one per class.
     t : array_like (n,)
-        Class codes 0..C−1 (the paper's 1..K minus one).
+        Classes :math:`c_i`, codes 0..C−1 (the paper's 1..K minus one).
     n_classes : int, optional
         Number of classes C; default ``max(t) + 1``. Every class needs an example.
     likelihood : MultinomialProbitLikelihood, optional
         Carries the Gauss–Hermite rule (default 48 nodes).
     alpha_init : array_like (n, C), optional
-        Starting dual weights (zeros by default, i.e. :math:`\widetilde{\mathbf M} = 0`).
+        Starting dual weights (zeros by default, i.e. all :math:`\mu_i^c = 0`).
     max_iter, tol, warn, accelerate
         As in :func:`vb_probit_binary` (``accelerate``: SQUAREM extrapolation [VR08] of the same iteration).
 
@@ -503,7 +513,7 @@ def vb_probit_multiclass(
     n = np.shape(K)[-1]
     t, n_classes = check_class_codes(t, n, n_classes)
     mats = _kernel_matrices(K, n_classes)
-    factors = factor_plus_identity(mats)  # I + C_k factorised once per distinct kernel
+    factors = factor_plus_identity(mats)  # I + K_c factorised once per distinct kernel
     alpha = np.zeros((n, n_classes)) if alpha_init is None else np.array(alpha_init, dtype=float)
     if alpha.shape != (n, n_classes):
         raise ValueError(f"alpha_init must have shape {(n, n_classes)}; got {alpha.shape}")
@@ -526,16 +536,16 @@ def vb_probit_multiclass(
     bounds = []
     converged = False
     for it in range(1, int(max_iter) + 1):
-        # Q(Y): G&R (2006) eqs 4.3, 4.4, ỹ_n = m̃_n + p_n (expectations over u by Gauss–Hermite)
+        # Q(z): G&R (2006) eqs 4.3, 4.4, z̃_i = μ_i + p_i (expectations over u by Gauss–Hermite)
         P, log_Z = likelihood.cone_mean_shift(t, M)
         Y = M + P
         # G&R (2006) App. C, simplified bound
         bounds.append(vb_lower_bound(log_Z, alpha, M, factors))
-        # Q(M): G&R (2006) eq 4.6, m̃_k ← C_k (I + C_k)⁻¹ (m̃_k + p_k), as α_k = (I + C_k)⁻¹ ỹ_k
+        # Q(f): G&R (2006) eq 4.6, μ^c ← K_c (I + K_c)⁻¹ (μ^c + p^c), as α_c = (I + K_c)⁻¹ z̃^c
         alpha_next = solve_each(factors, Y)
         converged = _converged(bounds, alpha, alpha_next, tol)
         if converged or it == int(max_iter):
-            break  # stop with Q(Y), the bound and Q(M) consistent
+            break  # stop with Q(z), the bound and Q(f) consistent
         alpha = alpha_next
         M = latent_from_alpha(mats, alpha)
     if not converged and warn:
@@ -544,13 +554,14 @@ def vb_probit_multiclass(
 
 
 def solve_each(factors: Sequence[CholeskyFactor], Y: np.ndarray) -> np.ndarray:
-    """:math:`(I + C_k)^{-1}\\mathbf y_k` for every column k (one shared factor solves all columns at once).
+    """:math:`(I + K_c)^{-1}\\widetilde{\\mathbf z}^c` for every column c (one shared factor solves all columns at once).
 
     Parameters
     ----------
     factors : sequence of CholeskyFactor
-        One factor of :math:`I + C` shared by every column, or one per column.
+        One factor of :math:`I + K` shared by every column, or one per column.
     Y : ndarray (n, C)
+        The right-hand sides :math:`\\widetilde{\\mathbf z}^c`, one column per class.
 
     Returns
     -------
@@ -562,7 +573,7 @@ def solve_each(factors: Sequence[CholeskyFactor], Y: np.ndarray) -> np.ndarray:
 
 
 def latent_from_alpha(mats: Sequence[np.ndarray], alpha: np.ndarray) -> np.ndarray:
-    """:math:`\\widetilde{\\mathbf m}_k = C_k\\boldsymbol\\alpha_k` for every column.
+    """:math:`\\boldsymbol\\mu^c = K_c\\boldsymbol\\alpha_c` for every column c.
 
     Parameters
     ----------
@@ -581,23 +592,24 @@ def latent_from_alpha(mats: Sequence[np.ndarray], alpha: np.ndarray) -> np.ndarr
 
 # --------------------------------------------------------------------------- predictions
 def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of :math:`m_k^{new}` under Q(M) (G&R §4.5).
+    r"""Mean and variance of :math:`f_*^c` at new inputs :math:`\mathbf x_*` under Q(f) (G&R §4.5).
 
-    .. math:: \widetilde m_k^{new} = \widetilde{\mathbf y}_k^T(\mathbf I + \mathbf C_k)^{-1}\mathbf c_k^{new}
-              = \boldsymbol\alpha_k^T\mathbf c_k^{new},\qquad
-              \widetilde\sigma_{k,new}^2 = c_k^{new} - (\mathbf c_k^{new})^T(\mathbf I + \mathbf C_k)^{-1}\mathbf c_k^{new}.
+    .. math:: \mu_*^c = (\widetilde{\mathbf z}^c)^T(I + K_c)^{-1}\mathbf k_{*c}
+              = \boldsymbol\alpha_c^T\mathbf k_{*c},\qquad
+              \sigma_{*c}^2 = k_{**}^c - \mathbf k_{*c}^T(I + K_c)^{-1}\mathbf k_{*c}.
 
     Parameters
     ----------
     result : VBResult
     K_cross : array_like (n, m) or (C, n, m)
-        Covariances between the training points and the m new points (shared, or one per class).
+        Covariances :math:`\mathbf k_{*c}` between the training points and the m new points (shared, or one per class).
     k_diag : array_like (m,) or (C, m)
-        Prior variances of the new points.
+        Prior variances :math:`k_{**}^c` of the new points.
 
     Returns
     -------
     mean, var : ndarrays of shape (m, C)
+        :math:`\mu_*^c` and :math:`\sigma_{*c}^2`.
     """
     n_cols = result.alpha.shape[1]
     cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
@@ -609,7 +621,7 @@ def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -
             var[:, k] = var[:, 0]
             continue
         v = solve_lower(factor.L, cross[k])
-        # G&R (2006) §4.5: σ² = c − cᵀ (I + C)⁻¹ c
+        # G&R (2006) §4.5: σ_{*c}² = k_**^c − k_*cᵀ (I + K_c)⁻¹ k_*c
         var[:, k] = np.maximum(diag[k] - np.sum(v * v, axis=0), 0.0)
     return mean, var
 
@@ -619,27 +631,28 @@ def vb_predict_proba(
 ) -> np.ndarray:
     r"""Predictive class probabilities (G&R §4.5 and Appendix B).
 
-    Binary: :math:`P(t = +1) = \Phi(\widetilde m^{new}/\sqrt{1 + \widetilde\sigma^2_{new}})`.
+    Binary: :math:`P(y_* = +1) = \Phi(\mu_*/\sqrt{1 + \sigma_*^2})`.
 
-    K classes: :math:`P(t = k) = E_u\bigl[\prod_{j\ne k}\Phi\bigl((u\widetilde v_k + \widetilde m_k - \widetilde m_j)/\widetilde v_j\bigr)\bigr]`,
-    :math:`\widetilde v_j = \sqrt{1 + \widetilde\sigma_j^2}`, by Gauss–Hermite quadrature.
+    C classes: :math:`P(c_* = k) = E_u\bigl[\prod_{j\ne k}\Phi\bigl((u v_{*k} + \mu_*^k - \mu_*^j)/v_{*j}\bigr)\bigr]`,
+    :math:`v_{*j} = \sqrt{1 + \sigma_{*j}^2}`, by Gauss–Hermite quadrature (means and variances from
+    :func:`vb_predict_latent`).
 
     Parameters
     ----------
     result, K_cross, k_diag
         As in :func:`vb_predict_latent`.
     likelihood : MultinomialProbitLikelihood, optional
-        Carries the Gauss–Hermite rule of the K-class case (default 48 nodes).
+        Carries the Gauss–Hermite rule of the C-class case (default 48 nodes).
 
     Returns
     -------
-    ndarray (m, 2) or (m, K)
-        Binary: columns (P(t = −1), P(t = +1)). K classes: entries clipped to [0, 1] against
+    ndarray (m, 2) or (m, C)
+        Binary: columns (P(y_* = −1), P(y_* = +1)). C classes: entries clipped to [0, 1] against
         quadrature round-off; rows are not renormalised, so their sums show the quadrature error.
     """
     mean, var = vb_predict_latent(result, K_cross, k_diag)
     if result.binary:
-        # G&R (2006) §4.5, binary case: Φ(m̃/ṽ)
+        # G&R (2006) §4.5, binary case: Φ(μ_*/√(1 + σ_*²))
         p1 = ndtr(mean[:, 0] / np.sqrt(1.0 + var[:, 0]))
         return np.column_stack([1.0 - p1, p1])
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood

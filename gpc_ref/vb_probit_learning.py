@@ -9,17 +9,21 @@ Two ways, both around the fixed-kernel VB iterations of :mod:`gpc_ref.vb_probit`
 - **Maximising the bound** (not in the paper): the lower bound :math:`\mathcal L(\theta)` at the VB
   fixed point is maximised over the kernel's log-parameters by L-BFGS-B (:func:`vb_probit_maximize_bound`).
   At a fixed point :math:`\partial\mathcal L/\partial Q = 0`, so its gradient is that of
-  :math:`E_Q[\log p(\mathbf M\mid\theta)]` alone (the envelope theorem), which with
-  :math:`Q(\mathbf m_c) = N(K_c\boldsymbol\alpha_c, K_c(I + K_c)^{-1})` is the gradient of GP regression
-  with unit noise on the targets :math:`\widetilde{\mathbf y}_c`:
+  :math:`E_Q[\log p(\mathbf f\mid\theta)]` alone (the envelope theorem), which with
+  :math:`Q(\mathbf f^c) = N(K_c\boldsymbol\alpha_c, K_c(I + K_c)^{-1})` is the gradient of GP regression
+  with unit noise on the targets :math:`\widetilde{\mathbf z}^c`:
 
   .. math:: \frac{\partial\mathcal L}{\partial\theta_j} = \tfrac12\sum_c
             \operatorname{tr}\Bigl(\bigl(\boldsymbol\alpha_c\boldsymbol\alpha_c^T - (I + K_c)^{-1}\bigr)\,\partial_j K_c\Bigr).
 
   Deterministic, with a gradient to test convergence on, and it can learn the signal variance too.
 
-Notation as in :mod:`gpc_ref.vb_probit`; :math:`\varphi_d = 1/(2\ell_d^2)` ← ``phi``, :math:`\psi_d` ← ``psi``,
-the Gamma hyperprior's shape and rate :math:`\sigma, \tau` ← ``prior_shape``, ``prior_rate``.
+Notation as in :mod:`gpc_ref.vb_probit` (the book's: n points indexed by i, C classes indexed by c,
+posterior means :math:`\boldsymbol\mu^c` ← ``M[:, c]``, auxiliary means :math:`\widetilde{\mathbf z}^c`, covariances
+:math:`K_c`); :math:`\varphi_d = 1/(2\ell_d^2)` ← ``phi``, :math:`\psi_d` ← ``psi``,
+the Gamma hyperprior's shape and rate :math:`\sigma, \tau` ← ``prior_shape``, ``prior_rate``. :math:`K_\varphi`
+is the covariance with precisions :math:`\varphi` (G&R's :math:`\mathbf C_\varphi`); a tilde on
+:math:`\varphi` or :math:`\psi` is G&R's posterior mean under Q.
 
 References
 ----------
@@ -146,39 +150,39 @@ def importance_sample_precisions(
     by the unnormalised :math:`Q(\varphi)` over the prior, normalised over the samples:
 
     .. math:: \widetilde\varphi \approx \sum_s \varphi^s w(\varphi^s),\qquad
-              \log w(\varphi^s) = \sum_k\Bigl[\log N(\widetilde{\mathbf m}_k \mid 0, \mathbf C_{\varphi^s})
-              - \tfrac12\tr\bigl(\mathbf C_{\varphi^s}^{-1}\Sigma_k\bigr)\Bigr] + \text{const},
+              \log w(\varphi^s) = \sum_c\Bigl[\log N(\boldsymbol\mu^c \mid 0, K_{\varphi^s})
+              - \tfrac12\tr\bigl(K_{\varphi^s}^{-1}\Sigma_c\bigr)\Bigr] + \text{const},
 
-    the sum running over the columns of ``M`` that share this kernel. The trace
-    term is the rest of :math:`E_{Q(\mathbf m_k)}[\log N(\mathbf m_k|0, \mathbf C_\varphi)]`;
+    the sum running over the columns c of ``M`` that share this kernel. The trace
+    term is the rest of :math:`E_{Q(\mathbf f^c)}[\log N(\mathbf f^c|0, K_\varphi)]`;
     eq 4.5 and Appendix A.3 as printed omit it (``include_trace=False``
     reproduces the printed weights). The book shows that without it the
     precisions all collapse towards zero on the toy problem of §6.1.
 
-    :math:`\Sigma_k = \mathbf C_{\widetilde\varphi}(\mathbf I + \mathbf C_{\widetilde\varphi})^{-1}`
-    belongs to the current kernel (``kernel``). With :math:`\mathbf C_{\widetilde\varphi} = \tilde L\tilde L^T` and
-    :math:`\mathbf I + \tilde L^T\tilde L = G G^T`, :math:`\Sigma = S S^T` with
+    :math:`\Sigma_c = K_{\widetilde\varphi}(I + K_{\widetilde\varphi})^{-1}`
+    belongs to the current kernel (``kernel``). With :math:`K_{\widetilde\varphi} = \tilde L\tilde L^T` and
+    :math:`I + \tilde L^T\tilde L = G G^T`, :math:`\Sigma = S S^T` with
     :math:`S = \tilde L G^{-T}` (push-through identity), so the trace is
-    :math:`\|L_s^{-1} S\|_F^2` for the factor :math:`L_s` of :math:`\mathbf C_{\varphi^s}`:
+    :math:`\|L_s^{-1} S\|_F^2` for the factor :math:`L_s` of :math:`K_{\varphi^s}`:
     no inverse is formed. A sample whose covariance does not factorise with the
     kernel's own jitter gets weight zero and is counted in ``n_failed``.
 
     Parameters
     ----------
     kernel : SEKernel
-        The current kernel :math:`\mathbf C_{\widetilde\varphi}`; supplies the variance,
+        The current kernel :math:`K_{\widetilde\varphi}`; supplies the variance,
         jitter and whether there is one precision or one per input.
-    X : array_like (n, d)
+    X : array_like (n, D)
         Training inputs.
     M : array_like (n,) or (n, C)
-        Posterior means of the GP columns that share ``kernel``.
+        Posterior means :math:`\boldsymbol\mu^c` of the GP columns that share ``kernel``.
     psi : array_like
-        Current rates :math:`\widetilde\psi_d` (length 1 or d).
+        Current rates :math:`\widetilde\psi_d` (length 1 or D).
     rng : numpy.random.Generator or int
     n_samples : int
         Importance samples :math:`\varphi^s`.
     include_trace : bool
-        Include :math:`-\tfrac12\tr(\mathbf C_{\varphi}^{-1}\Sigma_k)` in the weights (default) or not (as printed).
+        Include :math:`-\tfrac12\tr(K_{\varphi}^{-1}\Sigma_c)` in the weights (default) or not (as printed).
 
     Returns
     -------
@@ -193,7 +197,7 @@ def importance_sample_precisions(
     n_phi = len(np.atleast_1d(psi))
     n_cols = M.shape[1]
     if include_trace:
-        # a square root S of Σ = C̃ (I + C̃)⁻¹ for the current kernel: S = L̃ G⁻ᵀ, G Gᵀ = I + L̃ᵀL̃
+        # a square root S of Σ = K̃ (I + K̃)⁻¹ for the current kernel K̃ = K_φ̃ = L̃ L̃ᵀ: S = L̃ G⁻ᵀ, G Gᵀ = I + L̃ᵀL̃
         L_cur = cholesky(kernel.K(X), name="K(X) of the current kernel").L
         G = cholesky(np.eye(X.shape[0]) + L_cur.T @ L_cur, name="I + L^T L").L
         S = solve_lower(G, L_cur.T).T  # (G⁻¹ L̃ᵀ)ᵀ = L̃ G⁻ᵀ
@@ -210,10 +214,10 @@ def importance_sample_precisions(
             n_failed += 1
             continue
         v = solve_lower(factor.L, M)
-        # G&R (2006) eq 4.5: log Π_k N(m̃_k | 0, C_φs); the 2π terms cancel in the normalisation
+        # G&R (2006) eq 4.5: log Π_c N(μ^c | 0, K_φs); the 2π terms cancel in the normalisation
         log_w[s] = -0.5 * np.sum(v * v) - 0.5 * n_cols * factor.log_det
         if include_trace:
-            # E_{Q(m_k)} adds −½ tr(C_φs⁻¹ Σ_k) for each of the n_cols classes sharing the kernel
+            # E_{Q(f^c)} adds −½ tr(K_φs⁻¹ Σ_c) for each of the n_cols classes sharing the kernel
             W = solve_lower(factor.L, S)
             log_w[s] -= 0.5 * n_cols * np.sum(W * W)
     if n_failed == len(log_w):
@@ -257,7 +261,7 @@ class KernelLearning:
     lower_bound : ndarray (n_iter,)
         The bound, conditioned on the kernel in use, at every iteration.
     alpha_history : ndarray (n_iter, n, C)
-        Dual weights after each Q(M) update, paired with ``phi_history[i]``
+        Dual weights after each Q(f) update, paired with ``phi_history[i]``
         (the kernel that produced them), so predictions can be traced through the run.
     effective_sample_size : ndarray (n_iter, G)
         Kish effective sample size of each importance-sampling step.
@@ -290,30 +294,30 @@ def vb_probit_learn_kernel(
 
     Each iteration makes the sequential posterior-mean updates of §4.4:
 
-    1. Q(M): :math:`\widetilde{\mathbf m}_k \leftarrow \mathbf C_{\widetilde\varphi}(\mathbf I + \mathbf C_{\widetilde\varphi})^{-1}(\widetilde{\mathbf m}_k + \mathbf p_k)` (eq 4.6);
-    2. Q(Y): the truncated-Gaussian means at the new :math:`\widetilde{\mathbf M}` (eqs 4.3, 4.4;
-       footnote 6 for binary), giving the next :math:`\mathbf P`; the bound,
+    1. Q(f): :math:`\boldsymbol\mu^c \leftarrow K_{\widetilde\varphi}(I + K_{\widetilde\varphi})^{-1}(\boldsymbol\mu^c + \mathbf p^c)` (eq 4.6);
+    2. Q(z): the truncated-Gaussian means :math:`\widetilde z_i^c` at the new means :math:`\mu_i^c` (eqs 4.3, 4.4;
+       footnote 6 for binary), giving the next :math:`P`; the bound,
        conditioned on the current kernel, is recorded;
     3. :math:`\widetilde\varphi \leftarrow \sum_s \varphi^s w(\varphi^s)` (eq 4.7, :func:`importance_sample_precisions`,
        by default with the trace term the printed eq 4.5 omits);
     4. :math:`\widetilde\psi_d \leftarrow (\sigma+1)/(\tau + \widetilde\varphi_d)` (eq 4.8).
 
-    Q(M) uses the plug-in :math:`\mathbf C_{\widetilde\varphi}^{-1}` for
-    :math:`E[\mathbf C_\varphi^{-1}]` (G&R App. A.1), and the weights are random,
+    Q(f) uses the plug-in :math:`K_{\widetilde\varphi}^{-1}` for
+    :math:`E[K_\varphi^{-1}]` (G&R App. A.1), and the weights are random,
     so the bound is not guaranteed to rise here (it is for a fixed kernel).
     The initial precisions are those of ``kernel`` (the paper started from
-    :math:`\varphi_d = 1`, i.e. ``lengthscale = 1/√2``), and :math:`\widetilde{\mathbf M}` starts at zero.
+    :math:`\varphi_d = 1`, i.e. ``lengthscale = 1/√2``), and the means :math:`\boldsymbol\mu^c` start at zero.
 
     Parameters
     ----------
     kernel : SEKernel or sequence of SEKernel
         One kernel shared by all classes (one φ for all, weights multiplied over
-        classes) or one per class (G&R's general φ_k). A scalar lengthscale learns
+        classes) or one per class (G&R's general class-specific precisions, :math:`\varphi_k` in the paper). A scalar lengthscale learns
         one common precision, an array one per input (ARD).
-    X : array_like (n, d)
+    X : array_like (n, D)
         Training inputs.
     t : array_like (n,)
-        Class codes 0..K−1, or labels ±1 with ``binary=True``.
+        Classes :math:`c_i` (codes 0..C−1), or labels :math:`y_i` = ±1 with ``binary=True``.
     rng : numpy.random.Generator or int
     n_iter : int
         Number of iterations (the paper ran 50).
@@ -322,11 +326,11 @@ def vb_probit_learn_kernel(
     prior_shape, prior_rate : float
         :math:`\sigma, \tau` of the Gamma prior on ψ (the paper: 1e-3 for the toy, vague).
     n_classes : int, optional
-        K (default ``max(t) + 1``; ignored with ``binary=True``).
+        C (default ``max(t) + 1``; ignored with ``binary=True``).
     binary : bool
-        Use the one-GP binary model (labels ±1) instead of K GPs.
+        Use the one-GP binary model (labels ±1) instead of C GPs.
     likelihood : MultinomialProbitLikelihood, optional
-        Carries the Gauss–Hermite rule of Q(Y) for K classes (default 48 nodes).
+        Carries the Gauss–Hermite rule of Q(z) for C classes (default 48 nodes).
     include_trace : bool
         Weights with the trace term (default) or as printed in eq 4.5; see
         :func:`importance_sample_precisions`.
@@ -337,7 +341,7 @@ def vb_probit_learn_kernel(
     -------
     KernelLearning
         Run :func:`vb_probit_multiclass` (or :func:`vb_probit_binary`) with
-        ``KernelLearning.kernels`` fixed afterwards to converge Q(M)Q(Y) for them.
+        ``KernelLearning.kernels`` fixed afterwards to converge Q(f)Q(z) for them.
     """
     rng = check_rng(rng)
     X = check_matrix(X, "X")
@@ -363,20 +367,20 @@ def vb_probit_learn_kernel(
     phi_history, bounds, alphas, ess = [np.array(phi)], [], [], []
 
     def q_y(M):
-        """Q(Y): eqs 4.3–4.4 (K classes) or footnote 6 (binary); returns (Ỹ, log Z)."""
+        """Q(z): eqs 4.3–4.4 (C classes) or footnote 6 (binary); returns (z̃, log Z)."""
         if binary:
             m = M[:, 0]
             return (m + t * normal_pdf_over_cdf(t * m))[:, None], log_ndtr(t * m)
         P, log_Z = likelihood.cone_mean_shift(t, M)
         return M + P, log_Z
 
-    Y, _ = q_y(np.zeros((n, n_cols)))  # Q(Y) at M̃ = 0
+    Y, _ = q_y(np.zeros((n, n_cols)))  # Q(z) at μ = 0
     for _ in with_progress(range(check_positive_int(n_iter, "n_iter")), progress, "VB + importance sampling"):
-        # Q(M): G&R (2006) eq 4.6 with the current kernel C_φ̃ (α_k = (I + C)⁻¹ ỹ_k, m̃_k = C α_k)
+        # Q(f): G&R (2006) eq 4.6 with the current kernel K_φ̃ (α_c = (I + K)⁻¹ z̃^c, μ^c = K α_c)
         alpha = solve_each(factors, Y)
         M = latent_from_alpha(mats, alpha)
         alphas.append(alpha)
-        # Q(Y) at the new means, and the bound conditioned on the current kernel (App. C)
+        # Q(z) at the new means, and the bound conditioned on the current kernel (App. C)
         Y, log_Z = q_y(M)
         bounds.append(vb_lower_bound(log_Z, alpha, M, factors))
         # Q(φ) by importance sampling (eqs 4.5, 4.7), then Q(ψ) (eq 4.8)
@@ -483,7 +487,7 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
     X : ndarray (n, D)
         Training inputs.
     t : array (n,)
-        Class codes 0..C−1, or labels ±1 with ``binary=True``.
+        Classes :math:`c_i` (codes 0..C−1), or labels :math:`y_i` = ±1 with ``binary=True``.
     n_classes : int, optional
         C (default ``max(t) + 1``).
     binary : bool

@@ -5,7 +5,8 @@
 //   - console errors and failed requests (a script included twice, a missing asset);
 //   - display equations wider than the article column that cannot be scrolled (cut off), and, at
 //     desktop width, display equations that need a scroll bar (they should be broken into lines);
-//   - inline math or code in the text that runs past the column.
+//   - inline math or code in the text that runs past the column;
+//   - TeX that MathJax could not typeset (an undefined macro, unbalanced braces), shown as an error box.
 // It writes screenshots of one chapter at both widths to _build/browser-check/ for a person to look
 // at, prints a table, and exits non-zero if any page has a problem.
 //
@@ -52,7 +53,7 @@ const browser = await chromium.launch({
 await mkdir(outDir, { recursive: true });
 const pages = (await readdir(join(root, "book"))).filter((f) => f.endsWith(".html")).map((f) => f.slice(0, -5));
 let failures = 0;
-console.log("page                          width  console  cut equations  wide text  scrolling equations");
+console.log("page                          width  console  cut equations  wide text  scrolling equations  TeX errors");
 for (const name of pages.sort()) {
   for (const width of [1280, 390]) {
     const page = await browser.newPage({ viewport: { width, height: 900 } });
@@ -86,16 +87,18 @@ for (const name of pages.sort()) {
       const wide = [...article.querySelectorAll("p mjx-container, li mjx-container, p code, li code, td mjx-container")]
         .filter((e) => e.getBoundingClientRect().right > limit && !scrollable(e))
         .map((e) => e.textContent.slice(0, 60));
-      return { cut, wide, scrolling };
+      const tex = [...article.querySelectorAll("mjx-merror")]
+        .map((e) => e.getAttribute("data-mjx-error") || e.textContent.slice(0, 60));
+      return { cut, wide, scrolling, tex };
     });
     const scrolling = width >= 1000 ? result.scrolling : [];
-    const problems = errors.length + result.cut.length + result.wide.length + scrolling.length;
+    const problems = errors.length + result.cut.length + result.wide.length + scrolling.length + result.tex.length;
     failures += problems ? 1 : 0;
     console.log(`${name.padEnd(30)}${String(width).padStart(5)}  ${String(errors.length).padStart(7)}  ` +
       `${String(result.cut.length).padStart(13)}  ${String(result.wide.length).padStart(9)}  ` +
-      `${String(result.scrolling.length).padStart(19)}`);
+      `${String(result.scrolling.length).padStart(19)}  ${String(result.tex.length).padStart(10)}`);
     const details = [...errors, ...result.cut.map((t) => `cut: ${t}`), ...result.wide.map((t) => `wide: ${t}`),
-      ...scrolling.map((t) => `scrolls: ${t}`)];
+      ...scrolling.map((t) => `scrolls: ${t}`), ...result.tex.map((t) => `TeX: ${t}`)];
     for (const item of details.slice(0, 6)) console.log(`    ${item}`);
     if (name === shotPage) {
       await page.screenshot({ path: join(outDir, `${name}-${width}.png`), fullPage: width === 1280 ? false : true });

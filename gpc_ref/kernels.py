@@ -252,9 +252,16 @@ class SEKernel:
         return X
 
     def _scaled_sq_dist(self, X, Z):
-        """Σ_d (x_d − z_d)²/ℓ_d², computed without cancellation for equal points."""
-        Xs, Zs = X / self.lengthscale, Z / self.lengthscale
+        """Σ_d (x_d − z_d)²/ℓ_d² by the expansion ‖x‖² + ‖z‖² − 2xᵀz, with both sets shifted by the mean of X
+        first (distances do not change, and the cancellation in the expansion is smaller the closer the
+        points are to the origin); exactly symmetric when ``Z is X``, and never negative."""
+        shift = X.mean(axis=0)
+        Xs = (X - shift) / self.lengthscale
+        Zs = Xs if Z is X else (Z - shift) / self.lengthscale
         sq = (Xs**2).sum(1)[:, None] + (Zs**2).sum(1)[None, :] - 2.0 * Xs @ Zs.T
+        if Z is X:
+            # the matrix product is not exactly symmetric in floating point; a covariance must be
+            sq = 0.5 * (sq + sq.T)
         return np.maximum(sq, 0.0)
 
     def K(self, X: ArrayLike, Z: ArrayLike | None = None) -> np.ndarray:

@@ -224,3 +224,17 @@ def test_vb_bound_learning_warns_when_it_stops_early():
     with pytest.warns(ConvergenceWarning, match="gradient"):
         model = VBProbitGPC(kernel=SEKernel(lengthscale=[3.0, 3.0]), learning_options={"max_iter": 1}).fit(X, y)
     assert not model.hyperparameter_fit_.converged
+
+
+def test_bound_learning_warns_when_the_maximum_is_on_the_edge_of_the_box():
+    """On overlapping classes the VB bound can be largest for (nearly) the constant classifier; the
+    estimator says so instead of returning it silently (the VB chapter, vb-learning-caution)."""
+    from gpc_ref import datasets
+
+    rng = np.random.default_rng(7)
+    X, c = datasets.make_three_class_toy(rng, 300, n_features=4)
+    wrong = rng.random(300) < 0.1
+    c = np.where(wrong, (c + rng.integers(1, 3, size=300)) % 3, c)
+    with pytest.warns(UserWarning, match="constant classifier"):
+        model = VBProbitGPC().fit(X, c)
+    assert model.hyperparameter_fit_.optimization.at_bound.any()

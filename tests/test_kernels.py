@@ -198,3 +198,18 @@ def test_class_kernels_and_theta_stacking():
         np.testing.assert_allclose(after.theta, before.theta + 1.0)
     with pytest.raises(ValueError, match="one per class"):
         class_kernels(per_class[:2], 3)
+
+
+def test_covariance_is_exactly_symmetric_and_translation_invariant_at_extreme_lengthscales():
+    # the expansion |x|² + |z|² − 2xᵀz is not symmetric in floating point; with a tiny lengthscale its
+    # rounding once made K fail the symmetry check inside a VB bound search (G&R Table 1 on Wine)
+    rng = np.random.default_rng(46)
+    X = rng.normal(size=(107, 13))
+    for lengthscale in (1e-4, 0.05, 1.0, 1e4):
+        K = SEKernel(variance=3.0, lengthscale=np.full(13, lengthscale)).K(X)
+        assert np.array_equal(K, K.T)
+    # distances do not depend on where the data sit: inputs far from the origin give the same matrix
+    kernel = SEKernel(variance=2.0, lengthscale=0.7)
+    near, far = kernel.K(X), kernel.K(X + 1e5)
+    np.testing.assert_allclose(far, near, atol=1e-8)
+    np.testing.assert_allclose(kernel.K(X + 1e5, X[:5] + 1e5), kernel.K(X, X[:5]), atol=1e-8)

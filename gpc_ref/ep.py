@@ -459,6 +459,10 @@ def _sequential_sweep(K, y, tau, nu, damping, epsilon, latent_noise):
     skipped = 0
     for i in range(K.shape[0]):
         sigma_ii, mu_i = float(Sigma[i, i]), float(mu[i])
+        if not sigma_ii > 0:
+            # q pins f_i exactly (a zero prior variance, or rounding at an extreme kernel): no cavity exists
+            skipped += 1
+            continue
         # K&G step 1; GPML eq 3.56: the cavity q_{−i}(f_i)
         tau_cav = 1.0 / sigma_ii - tau_list[i]
         nu_cav = mu_i / sigma_ii - nu_list[i]
@@ -646,9 +650,16 @@ def expectation_propagation(
         )
     posterior = posterior_from_sites(K, tau, nu)
     Sigma, mu, R, log_det = posterior
-    log_evidence, log_Z, tau_cav, nu_cav = ep_log_evidence(
-        K, y, tau, nu, epsilon=epsilon, latent_noise=latent_noise, posterior=posterior
-    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_evidence, log_Z, tau_cav, nu_cav = ep_log_evidence(
+            K, y, tau, nu, epsilon=epsilon, latent_noise=latent_noise, posterior=posterior
+        )
+    if not np.isfinite(log_evidence):
+        # e.g. a point whose posterior variance is exactly zero has no cavity; say so rather than return NaN
+        raise FloatingPointError(
+            "EP: the evidence is not finite at these sites (a point with zero posterior variance: a zero prior "
+            "variance, or a kernel at an extreme of its parameters?)"
+        )
     # a = C⁻¹μ = ν̃ − T̃μ (from Σ⁻¹μ = ν̃); K&G eq 11 writes μ = C diag(y) α
     a = nu - tau * mu
     return EPResult(

@@ -666,3 +666,15 @@ def test_parallel_ep_falls_back_to_damped_sequential_ep_with_label_noise(rng):
     assert result.converged and result.schedule == "sequential" and damping == 0.5
     np.testing.assert_allclose(result.mu, reference.mu, rtol=1e-7, atol=1e-8)
     assert result.log_evidence == pytest.approx(reference.log_evidence, abs=1e-8)
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "parallel"])
+def test_a_point_with_zero_variance_raises_a_clear_error_not_nan(schedule):
+    # a zero prior variance leaves q(f_i) a point mass: no cavity, no finite evidence; learners treat the
+    # FloatingPointError as a step to reject (it once surfaced as a ZeroDivisionError inside a search)
+    X = np.random.default_rng(0).normal(size=(6, 1))
+    K = np.exp(-0.5 * (X - X.T) ** 2)
+    K[0, :] = K[:, 0] = 0.0
+    y = np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0])
+    with pytest.raises(FloatingPointError):
+        expectation_propagation(K, y, schedule=schedule)

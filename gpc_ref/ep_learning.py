@@ -345,8 +345,10 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     SQUAREM (Varadhan & Roland 2008) takes two EM steps :math:`\theta_1, \theta_2` from :math:`\theta_0`,
     extrapolates :math:`\theta' = \theta_0 - 2s\mathbf r + s^2\mathbf v` with :math:`\mathbf r = \theta_1 - \theta_0`,
     :math:`\mathbf v = \theta_2 - 2\theta_1 + \theta_0`, :math:`s = -\|\mathbf r\|/\|\mathbf v\|`, and keeps
-    :math:`\theta'` only if :math:`\log Z_{EP}` there is at least that at :math:`\theta_1` (else :math:`s` moves
-    halfway to :math:`-1`, where :math:`\theta' = \theta_2`). The fixed points, and the stopping rule, are EM's.
+    :math:`\theta'` only if :math:`\log Z_{EP}` there is at least that at :math:`\theta_1` and EP converged there
+    without jitter (else :math:`s` moves halfway to :math:`-1`, where :math:`\theta' = \theta_2`). As in
+    Varadhan & Roland's default, :math:`|s|` is capped by a bound that starts at 1 and grows fourfold each time it
+    binds, so the first jumps stay near the EM path. The fixed points, and the stopping rule, are EM's.
 
     Parameters
     ----------
@@ -447,6 +449,7 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
 
     ep, norm = e_step(theta, epsilon, np.nan)
     converged = done(norm, ep.log_evidence, epsilon, epsilon) and not learn_epsilon
+    step_max = 1.0  # SQUAREM's largest |s| (Varadhan & Roland 2008, step.max0 = 1, mstep = 4)
     while not converged and len(history) < max_iter:
         theta1, epsilon1, gain1 = m_step(theta, ep, epsilon)
         ep1, norm1 = e_step(theta1, epsilon1, gain1)
@@ -458,12 +461,23 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
         theta2, epsilon2, gain2 = m_step(theta1, ep1, epsilon1)
         r, v = theta1 - theta, theta2 - 2.0 * theta1 + theta
         s = -np.sqrt(r @ r) / np.sqrt(v @ v) if v @ v > 0 else -1.0
+        # Varadhan & Roland's step bound: |s| at most step_max, which starts at 1 (plain EM) and grows
+        # fourfold each time the bound binds, so that the first jumps stay near the EM path
+        if s <= -step_max:
+            s, step_max = -step_max, 4.0 * step_max
         candidate, candidate_ep, candidate_norm = None, None, None
         while s < -1.0 and len(history) < max_iter - 1:
             trial = np.where(mask, np.clip(theta - 2.0 * s * r + s * s * v, bounds[:, 0], bounds[:, 1]), theta)
             saved = state["tau"], state["nu"]
             try:
-                trial_ep, trial_norm = e_step(trial, epsilon2, np.nan)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", JitterWarning)
+                    trial_ep, trial_norm = e_step(trial, epsilon2, np.nan)
+                if any(issubclass(w.category, JitterWarning) for w in caught) or not trial_ep.converged:
+                    # B needed jitter (or EP did not converge) at the extrapolated point: its evidence is
+                    # not to be trusted, and accepting it can carry the search far off (seen on 200 biopsies)
+                    history.pop()
+                    raise FloatingPointError("EP is not reliable at the extrapolated point")
             except (np.linalg.LinAlgError, FloatingPointError):  # EP cannot run there: step back
                 state["tau"], state["nu"] = saved
                 s = 0.5 * (s - 1.0)

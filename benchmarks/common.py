@@ -88,16 +88,13 @@ def family_data(n, n_classes=2, label_noise=0.0):
     """
     from gpc_ref.datasets import make_ard_gaussian
     from gpc_ref.datasets import make_three_class_toy
+    from gpc_ref.datasets import move_labels
 
     if n_classes == 2:
         data = make_ard_gaussian(0, n_train=n, n_test=1)
         return data.X_train, data.y_train.astype(float)
     X, y = make_three_class_toy(0, n, n_features=4)
-    if label_noise:
-        rng = np.random.default_rng(1)
-        flip = rng.random(n) < label_noise
-        y = np.where(flip, (y + rng.integers(1, 3, size=n)) % 3, y)
-    return X, y
+    return X, (move_labels(y, label_noise, 1, n_classes=3) if label_noise else y)
 
 
 #: the fixed hyperparameters of the comparison (variance, lengthscale) and the learners' start (1, 1)

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .validation import check_matrix
+from .validation import check_positive_int
 from .validation import check_rng
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "make_label_noise_circle",
     "make_ard_gaussian",
     "make_three_class_toy",
+    "move_labels",
 ]
 
 
@@ -544,3 +546,39 @@ def make_three_class_toy(
     X[members, :2] = rng.normal(0.0, 0.1, size=(len(members), 2))
     X[:, 2:] = rng.normal(0.0, 1.0, size=(n_points, n_features - 2))
     return X, y
+
+
+def move_labels(
+    codes: ArrayLike, fraction: float, rng: int | np.random.Generator, n_classes: int | None = None
+) -> np.ndarray:
+    """Class codes with about ``fraction`` of them moved to another class, drawn uniformly (label noise).
+
+    Each point is chosen with probability ``fraction``; a chosen point's class moves by a uniform shift in
+    1..C−1 (mod C). Used to make the separable toy problem's classes overlap (benchmarks, the VB chapter).
+
+    Parameters
+    ----------
+    codes : array-like (n,)
+        Class codes 0..C−1.
+    fraction : float
+        Probability in [0, 1] that a point's label is moved.
+    rng : int or numpy.random.Generator
+        Draws which labels move (n uniforms) and where to (n integers), in that order.
+    n_classes : int, optional
+        C (default ``max(codes) + 1``).
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    codes = np.asarray(codes)
+    if codes.ndim != 1 or codes.size == 0 or not np.issubdtype(codes.dtype, np.integer) or codes.min() < 0:
+        raise ValueError("codes must be a non-empty 1-D array of class codes 0..C-1")
+    fraction = float(fraction)
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1]; got {fraction}")
+    n_classes = int(codes.max()) + 1 if n_classes is None else check_positive_int(n_classes, "n_classes", minimum=2)
+    rng = check_rng(rng)
+    moved = rng.random(codes.size) < fraction
+    shift = rng.integers(1, n_classes, size=codes.size)
+    return np.where(moved, (codes + shift) % n_classes, codes)

@@ -233,8 +233,7 @@ def test_bound_learning_warns_when_the_maximum_is_on_the_edge_of_the_box():
 
     rng = np.random.default_rng(7)
     X, c = datasets.make_three_class_toy(rng, 300, n_features=4)
-    wrong = rng.random(300) < 0.1
-    c = np.where(wrong, (c + rng.integers(1, 3, size=300)) % 3, c)
+    c = datasets.move_labels(c, 0.1, rng, n_classes=3)
     with pytest.warns(UserWarning, match="constant classifier"):
         model = VBProbitGPC().fit(X, c)
     assert model.hyperparameter_fit_.optimization.at_bound.any()

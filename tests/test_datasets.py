@@ -121,3 +121,14 @@ def test_three_class_toy():
 def test_generators_refuse_missing_rng():
     with pytest.raises(ValueError, match="rng"):
         datasets.make_gm_toy_1d(None)
+
+
+def test_move_labels_moves_about_the_fraction_to_other_classes():
+    codes = np.random.default_rng(0).integers(0, 3, size=4000)
+    moved = datasets.move_labels(codes, 0.1, 5, n_classes=3)
+    changed = moved != codes
+    assert abs(changed.mean() - 0.1) < 0.02 and set(np.unique(moved)) <= {0, 1, 2}
+    np.testing.assert_array_equal(datasets.move_labels(codes, 0.1, 5, n_classes=3), moved)  # seeded
+    np.testing.assert_array_equal(datasets.move_labels(codes, 0.0, 5), codes)
+    with pytest.raises(ValueError, match="fraction"):
+        datasets.move_labels(codes, 1.5, 0)

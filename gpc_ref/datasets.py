@@ -49,6 +49,7 @@ __all__ = [
     "make_label_noise_circle",
     "make_ard_gaussian",
     "make_three_class_toy",
+    "three_class_toy_bayes_proba",
     "move_labels",
 ]
 
@@ -546,6 +547,43 @@ def make_three_class_toy(
     X[members, :2] = rng.normal(0.0, 0.1, size=(len(members), 2))
     X[:, 2:] = rng.normal(0.0, 1.0, size=(n_points, n_features - 2))
     return X, y
+
+
+def three_class_toy_bayes_proba(X: ArrayLike) -> np.ndarray:
+    r"""The true class probabilities :math:`p(c \mid \mathbf x)` of :func:`make_three_class_toy`.
+
+    The classes are equally likely and only :math:`(x_1, x_2)` depend on the class, so with
+    :math:`r^2 = x_1^2 + x_2^2` the class densities are :math:`1/(0.4\pi)` on each annulus
+    (0.1 < r² < 0.5 for class 0, 0.6 < r² < 1 for class 1) and :math:`N(\mathbf 0, 0.01 I)` for
+    class 2, and Bayes' rule gives the posterior. Its argmax is the Bayes-optimal classifier; the
+    classes overlap only where class 2's Gaussian reaches into class 0's annulus, so the Bayes error
+    is :math:`\tfrac13 P(r^2 > 0.1 \mid c = 2)\cdot` (the part of that tail where class 0 is more
+    probable), about 0.22 %: no classifier's accuracy on this problem can exceed about 99.78 %.
+
+    Parameters
+    ----------
+    X : array_like (n, D)
+        Inputs, D ≥ 2 (the columns after the second are ignored: they carry no information).
+
+    Returns
+    -------
+    ndarray (n, 3)
+        :math:`p(c \mid \mathbf x)` for c = 0, 1, 2.
+    """
+    X = check_matrix(X, "X")
+    if X.shape[1] < 2:
+        raise ValueError(f"X must have at least 2 columns (x1, x2); got {X.shape[1]}")
+    radius_sq = X[:, 0] ** 2 + X[:, 1] ** 2
+    annulus_density = 1.0 / (0.4 * np.pi)  # uniform over an annulus of area π(0.5 − 0.1) = π(1.0 − 0.6)
+    density = np.column_stack([
+        np.where((radius_sq > 0.1) & (radius_sq < 0.5), annulus_density, 0.0),
+        np.where((radius_sq > 0.6) & (radius_sq < 1.0), annulus_density, 0.0),
+        np.exp(-radius_sq / 0.02) / (2.0 * np.pi * 0.01),
+    ])  # fmt: skip
+    total = density.sum(axis=1, keepdims=True)
+    # far outside every class's support the Gaussian underflows to 0: no class is supported there
+    # (the toy never draws such a point); fall back to equal probabilities rather than 0/0
+    return np.where(total > 0, density / np.where(total > 0, total, 1.0), 1.0 / 3.0)
 
 
 def move_labels(

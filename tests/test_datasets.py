@@ -132,3 +132,17 @@ def test_move_labels_moves_about_the_fraction_to_other_classes():
     np.testing.assert_array_equal(datasets.move_labels(codes, 0.0, 5), codes)
     with pytest.raises(ValueError, match="fraction"):
         datasets.move_labels(codes, 1.5, 0)
+
+
+def test_three_class_toy_bayes_classifier_has_the_analytic_error():
+    # class 2 ~ N(0, 0.01 I) falls into class 0's annulus (0.1 < r² < 0.5), where class 0 is more probable,
+    # with probability exp(-0.1/0.02) - exp(-0.5/0.02); the other classes are never misclassified
+    bayes_error = (np.exp(-5.0) - np.exp(-25.0)) / 3.0
+    X, y = datasets.make_three_class_toy(1, 300_000)
+    proba = datasets.three_class_toy_bayes_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    error = np.mean(proba.argmax(axis=1) != y)
+    assert abs(error - bayes_error) < 4 * np.sqrt(bayes_error / len(y))
+    assert np.all(proba[y == 1, 1] > 1 - 1e-9)  # in class 1's annulus class 2's density is below 16 exp(-30)
+    with pytest.raises(ValueError, match="at least 2 columns"):
+        datasets.three_class_toy_bayes_proba(np.zeros((3, 1)))

@@ -106,7 +106,8 @@ def main():
             folds = stratified_kfold(y, 10, partition)
             soft, converged = s_soft_errors(continuous, discrete, y, folds)
             row = {"coding": name, "partition": partition,
-                   "GPC-EP(s,soft)": float(np.mean(soft)), "GPC-EP(s,soft) folds converged": int(sum(converged)),
+                   "GPC-EP(s,soft)": float(np.mean(soft)), "GPC-EP(s,soft) se": float(np.std(soft) / np.sqrt(len(soft))),
+                   "GPC-EP(s,soft) folds converged": int(sum(converged)),
                    "LDA": float(np.mean(baseline_errors(LinearDiscriminantAnalysis, continuous, discrete, y, folds))),
                    "1-NN": float(np.mean(baseline_errors(lambda: KNeighborsClassifier(1), continuous, discrete, y,
                                                          folds)))}  # fmt: skip

@@ -30,27 +30,42 @@ N_TRAIN, N_TEST = 240, 160
 KEYS = ("vb_error", "vb_pl", "laplace_error", "laplace_pl", "gibbs_error", "gibbs_pl", "bayes_error")
 
 
+def draw_and_learn(draw, n_train, n_test):
+    """Draw ``draw`` of the toy problem (seed ``draw``), split it into the first ``n_train`` points and the
+    rest, and learn the kernel on the training part with G&R's sampler at §6.1's settings.
+
+    Returns the learning history, the split ``(X_train, t_train, X_test, t_test)`` and the generator (for
+    the Gibbs sampler, which draws after the sampler)."""
+    rng = np.random.default_rng(draw)
+    X, t = make_three_class_toy(rng, n_train + n_test)
+    split = (X[:n_train], t[:n_train], X[n_train:], t[n_train:])
+    start = SEKernel(lengthscale=np.full(X.shape[1], np.sqrt(0.5)), jitter=1e-6)  # φ_d = 1, as in §6.1
+    learning = vb_probit_learn_kernel(start, split[0], split[1], rng=rng, n_iter=50, n_importance_samples=500)
+    return learning, split, rng
+
+
+def summarise(rows, keys):
+    """Mean, standard deviation (the paper's format) and standard error over the draws of each key."""
+    summary = {}
+    for key in keys:
+        values = np.array([row[key] for row in rows])
+        summary[key] = {"mean": float(values.mean()), "sd": float(values.std(ddof=1)),
+                        "se": float(values.std(ddof=1) / np.sqrt(len(values)))}  # fmt: skip
+    return summary
+
+
 def main():
     rows = []
     for draw in range(N_DRAWS):
-        rng = np.random.default_rng(draw)
-        X, t = make_three_class_toy(rng, N_TRAIN + N_TEST)
-        X_train, t_train, X_test, t_test = X[:N_TRAIN], t[:N_TRAIN], X[N_TRAIN:], t[N_TRAIN:]
-        start = SEKernel(lengthscale=np.full(X.shape[1], np.sqrt(0.5)), jitter=1e-6)  # φ_d = 1, as in §6.1
-        learning = vb_probit_learn_kernel(start, X_train, t_train, rng=rng, n_iter=50, n_importance_samples=500)
+        learning, (X_train, t_train, X_test, t_test), rng = draw_and_learn(draw, N_TRAIN, N_TEST)
         kernel = learning.kernels[0]
         row = {"draw": draw, "phi": [float(v) for v in learning.phi_history[-1, 0]],
                **_scores(kernel, X_train, t_train, X_test, t_test, 3, rng),
                "bayes_error": float(100 * np.mean(three_class_toy_bayes_proba(X_test).argmax(axis=1) != t_test))}  # fmt: skip
         rows.append(row)
         print(draw, {key: round(row[key], 2) for key in KEYS}, flush=True)
-    summary = {}
-    for key in KEYS:
-        values = np.array([row[key] for row in rows])
-        summary[key] = {"mean": float(values.mean()), "sd": float(values.std(ddof=1)),
-                        "se": float(values.std(ddof=1) / np.sqrt(len(values)))}  # fmt: skip
     return {"experiment": __doc__.splitlines()[0], "seeds": list(range(N_DRAWS)), "n_train": N_TRAIN,
-            "n_test": N_TEST, "summary": summary, "rows": rows}  # fmt: skip
+            "n_test": N_TEST, "summary": summarise(rows, KEYS), "rows": rows}  # fmt: skip
 
 
 if __name__ == "__main__":

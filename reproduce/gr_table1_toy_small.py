@@ -12,13 +12,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from gr_table1_toy import draw_and_learn
+from gr_table1_toy import summarise
 
-from gpc_ref.datasets import make_three_class_toy
-from gpc_ref.kernels import SEKernel
 from gpc_ref.metrics import test_log_likelihood
 from gpc_ref.vb_probit import vb_predict_proba
 from gpc_ref.vb_probit import vb_probit_multiclass
-from gpc_ref.vb_probit_learning import vb_probit_learn_kernel
 
 N_DRAWS = 50
 N_TRAIN, N_TEST = 144, 96
@@ -27,11 +26,7 @@ N_TRAIN, N_TEST = 144, 96
 def main():
     rows = []
     for draw in range(N_DRAWS):
-        rng = np.random.default_rng(draw)
-        X, t = make_three_class_toy(rng, N_TRAIN + N_TEST)
-        X_train, t_train, X_test, t_test = X[:N_TRAIN], t[:N_TRAIN], X[N_TRAIN:], t[N_TRAIN:]
-        start = SEKernel(lengthscale=np.full(X.shape[1], np.sqrt(0.5)), jitter=1e-6)  # φ_d = 1, as in §6.1
-        learning = vb_probit_learn_kernel(start, X_train, t_train, rng=rng, n_iter=50, n_importance_samples=500)
+        learning, (X_train, t_train, X_test, t_test), _ = draw_and_learn(draw, N_TRAIN, N_TEST)
         kernel = learning.kernels[0]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -41,13 +36,8 @@ def main():
                "vb_pl": float(test_log_likelihood(t_test, proba))}  # fmt: skip
         rows.append(row)
         print(row, flush=True)
-    summary = {}
-    for key in ("vb_error", "vb_pl"):
-        values = np.array([row[key] for row in rows])
-        summary[key] = {"mean": float(values.mean()), "sd": float(values.std(ddof=1)),
-                        "se": float(values.std(ddof=1) / np.sqrt(len(values)))}  # fmt: skip
     return {"experiment": __doc__.splitlines()[0], "seeds": list(range(N_DRAWS)), "n_train": N_TRAIN,
-            "n_test": N_TEST, "summary": summary, "rows": rows}  # fmt: skip
+            "n_test": N_TEST, "summary": summarise(rows, ("vb_error", "vb_pl")), "rows": rows}  # fmt: skip
 
 
 if __name__ == "__main__":

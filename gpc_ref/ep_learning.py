@@ -340,6 +340,10 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     gains of 1e-5 while the gradient is still large. Otherwise a
     :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient norm.
 
+    **Where EP cannot run** at the M-step's proposal (a cavity with negative precision, a covariance that does
+    not factorise), the step from the current parameters is halved until it can (:math:`\Theta` moves less,
+    F still rises along the M-step's path), instead of stopping the whole run.
+
     **Acceleration** (``acceleration="squarem"``, not in the paper): EM's steps shrink where the
     evidence is flat, and its fixed-point map :math:`\theta \mapsto M(E(\theta))` converges linearly.
     SQUAREM (Varadhan & Roland 2008) takes two EM steps :math:`\theta_1, \theta_2` from :math:`\theta_0`,
@@ -444,6 +448,19 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                 epsilon = min(epsilon_from_expected_errors(y, ep.mu, np.diag(ep.Sigma)), 0.49)
         return new_theta, epsilon, gain
 
+    def e_step_towards(theta_from, theta_to, epsilon, gain):
+        """The E-step at the M-step's proposal ``theta_to``. Where EP cannot run there (a cavity with negative
+        precision, a covariance that does not factorise: seen with a 50-level discrete input on crabs), the
+        step from ``theta_from`` is halved, up to 20 times; returns the θ used, EP there and its gradient norm."""
+        saved = state["tau"], state["nu"]
+        for _ in range(20):
+            try:
+                return (theta_to, *e_step(theta_to, epsilon, gain))
+            except (np.linalg.LinAlgError, FloatingPointError):
+                state["tau"], state["nu"] = saved
+                theta_to = np.where(mask, theta_from + 0.5 * (theta_to - theta_from), theta_from)
+        return (theta_to, *e_step(theta_to, epsilon, gain))  # 2⁻²⁰ of the step: EP ran at theta_from
+
     def done(norm, log_evidence, epsilon_before, epsilon_now):
         return norm <= tol * max(1.0, abs(log_evidence)) and epsilon_now == epsilon_before
 
@@ -452,7 +469,7 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     step_max = 1.0  # SQUAREM's largest |s| (Varadhan & Roland 2008, step.max0 = 1, mstep = 4)
     while not converged and len(history) < max_iter:
         theta1, epsilon1, gain1 = m_step(theta, ep, epsilon)
-        ep1, norm1 = e_step(theta1, epsilon1, gain1)
+        theta1, ep1, norm1 = e_step_towards(theta, theta1, epsilon1, gain1)
         if acceleration is None or len(history) >= max_iter:
             converged = done(norm1, ep1.log_evidence, epsilon, epsilon1)
             theta, epsilon, ep, norm = theta1, epsilon1, ep1, norm1
@@ -490,8 +507,7 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
             state["tau"], state["nu"] = saved  # the next trial (or θ₂) warm-starts from θ₁'s sites
             s = 0.5 * (s - 1.0)
         if candidate is None:  # s reached −1: the extrapolation is plain EM's θ₂
-            candidate = theta2
-            candidate_ep, candidate_norm = e_step(theta2, epsilon2, gain2)
+            candidate, candidate_ep, candidate_norm = e_step_towards(theta1, theta2, epsilon2, gain2)
         converged = done(candidate_norm, candidate_ep.log_evidence, epsilon1, epsilon2)
         theta, epsilon, ep, norm = candidate, epsilon2, candidate_ep, candidate_norm
     tolerance = tol * max(1.0, abs(ep.log_evidence))

@@ -487,6 +487,35 @@ def test_em_ep_and_direct_maximisation_agree_and_are_reproducible(rng):
     assert em.history.shape[1] == len(HISTORY_COLUMNS) and np.all(np.diff(em.history[:, 5]) >= 0)
 
 
+def test_em_ep_halves_a_step_where_ep_cannot_run(rng, monkeypatch):
+    """An E-step that fails at the M-step's proposal (as a cavity with negative precision did with a 50-level
+    discrete crabs input) no longer stops the run: the step is halved, and EM reaches the same optimum."""
+    import gpc_ref.ep_learning as ep_learning
+
+    X = rng.normal(size=(25, 2))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=25) > 0, 1.0, -1.0)
+    kernel = SEKernel(variance=1.0, lengthscale=1.0)
+    options = {"likelihood": ProbitLikelihood(), "tol": 1e-4, "max_iter": 400, "acceleration": "squarem"}
+    reference = em_ep(kernel, X, y, **options)
+    real_ep_at, calls, failed_at = ep_learning._ep_at, [], []
+
+    def failing_ep_at(current, *args, **kwargs):
+        calls.append(current.theta.copy())
+        if len(calls) in (2, 5):  # the first and a later proposal: EP "cannot run" there
+            failed_at.append(current.theta.copy())
+            raise FloatingPointError("1 cavity distribution(s) have non-positive precision")
+        return real_ep_at(current, *args, **kwargs)
+
+    monkeypatch.setattr(ep_learning, "_ep_at", failing_ep_at)
+    rescued = em_ep(kernel, X, y, **options)
+    assert len(failed_at) == 2
+    # the retry after each failure is the halfway point between the current parameters and the proposal
+    first_retry = calls[2]
+    np.testing.assert_allclose(first_retry, kernel.theta + 0.5 * (failed_at[0] - kernel.theta))
+    assert rescued.converged and rescued.gradient_norm <= rescued.tolerance
+    assert abs(rescued.log_evidence - reference.log_evidence) < 1e-3
+
+
 def test_em_ep_learns_epsilon_by_counting_errors(rng):
     X, y = _data(rng, n=30, flip=3)
     kernel = SEKernel(variance=1.0, lengthscale=2.0, jitter=1e-2, learn_jitter=True)

@@ -451,14 +451,17 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     def e_step_towards(theta_from, theta_to, epsilon, gain):
         """The E-step at the M-step's proposal ``theta_to``. Where EP cannot run there (a cavity with negative
         precision, a covariance that does not factorise: seen with a 50-level discrete input on crabs), the
-        step from ``theta_from`` is halved, up to 20 times; returns the θ used, EP there and its gradient norm."""
+        proposal is tried again with EP started from the prior, then the step from ``theta_from`` is halved, up to
+        20 times; returns the θ used, EP there and its gradient norm."""
         saved = state["tau"], state["nu"]
         for _ in range(20):
-            try:
-                return (theta_to, *e_step(theta_to, epsilon, gain))
-            except (np.linalg.LinAlgError, FloatingPointError):
-                state["tau"], state["nu"] = saved
-                theta_to = np.where(mask, theta_from + 0.5 * (theta_to - theta_from), theta_from)
+            for warm in (True, False):  # the old sites may not suit a new ε: then EP starts from the prior
+                try:
+                    return (theta_to, *e_step(theta_to, epsilon, gain))
+                except (np.linalg.LinAlgError, FloatingPointError):
+                    state["tau"], state["nu"] = saved if not warm else (None, None)
+            state["tau"], state["nu"] = saved
+            theta_to = np.where(mask, theta_from + 0.5 * (theta_to - theta_from), theta_from)
         return (theta_to, *e_step(theta_to, epsilon, gain))  # 2⁻²⁰ of the step: EP ran at theta_from
 
     def done(norm, log_evidence, epsilon_before, epsilon_now):

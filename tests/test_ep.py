@@ -501,17 +501,17 @@ def test_em_ep_halves_a_step_where_ep_cannot_run(rng, monkeypatch):
 
     def failing_ep_at(current, *args, **kwargs):
         calls.append(current.theta.copy())
-        if len(calls) in (2, 5):  # the first and a later proposal: EP "cannot run" there
+        if len(calls) in (2, 3, 7):  # the first proposal, warm and cold, and a later one: EP "cannot run" there
             failed_at.append(current.theta.copy())
             raise FloatingPointError("1 cavity distribution(s) have non-positive precision")
         return real_ep_at(current, *args, **kwargs)
 
     monkeypatch.setattr(ep_learning, "_ep_at", failing_ep_at)
     rescued = em_ep(kernel, X, y, **options)
-    assert len(failed_at) == 2
-    # the retry after each failure is the halfway point between the current parameters and the proposal
-    first_retry = calls[2]
-    np.testing.assert_allclose(first_retry, kernel.theta + 0.5 * (failed_at[0] - kernel.theta))
+    assert len(failed_at) == 3
+    # a failed proposal is retried from the prior's sites, then at the halfway point from the current parameters
+    np.testing.assert_array_equal(calls[2], failed_at[0])
+    np.testing.assert_allclose(calls[3], kernel.theta + 0.5 * (failed_at[0] - kernel.theta))
     assert rescued.converged and rescued.gradient_norm <= rescued.tolerance
     assert abs(rescued.log_evidence - reference.log_evidence) < 1e-3
 

@@ -341,8 +341,9 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient norm.
 
     **Where EP cannot run** at the M-step's proposal (a cavity with negative precision, a covariance that does
-    not factorise), the step from the current parameters is halved until it can (:math:`\Theta` moves less,
-    F still rises along the M-step's path), instead of stopping the whole run.
+    not factorise), the proposal is retried with EP started from the prior, then the step from the current
+    parameters is halved until EP runs (:math:`\Theta` moves less, F still rises along the M-step's path); if
+    it never does, EM stops at the last point where EP ran and warns (``converged`` is False).
 
     **Acceleration** (``acceleration="squarem"``, not in the paper): EM's steps shrink where the
     evidence is flat, and its fixed-point map :math:`\theta \mapsto M(E(\theta))` converges linearly.
@@ -408,7 +409,7 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     bounds = theta_box(kernel)
     theta = np.where(mask, np.clip(kernel.theta, bounds[:, 0], bounds[:, 1]), kernel.theta)
     ep_options = {"schedule": schedule, "damping": damping, "tol": ep_tol}
-    state = {"tau": None, "nu": None, "sweeps": 0, "m_evaluations": 0, "start": time.perf_counter()}
+    state = {"tau": None, "nu": None, "sweeps": 0, "m_evaluations": 0, "start": time.perf_counter(), "stuck": False}
     history, progress_bar = [], with_progress(range(max_iter), progress, "EM-EP")
     steps = iter(progress_bar)
 
@@ -448,21 +449,23 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                 epsilon = min(epsilon_from_expected_errors(y, ep.mu, np.diag(ep.Sigma)), 0.49)
         return new_theta, epsilon, gain
 
-    def e_step_towards(theta_from, theta_to, epsilon, gain):
-        """The E-step at the M-step's proposal ``theta_to``. Where EP cannot run there (a cavity with negative
-        precision, a covariance that does not factorise: seen with a 50-level discrete input on crabs), the
-        proposal is tried again with EP started from the prior, then the step from ``theta_from`` is halved, up to
-        20 times; returns the θ used, EP there and its gradient norm."""
+    def e_step_towards(theta_from, theta_to, epsilon_from, epsilon, gain):
+        """The E-step at the M-step's proposal ``(theta_to, epsilon)``. Where EP cannot run there (a cavity with
+        negative precision, a covariance that does not factorise: seen with a 50-level discrete input on crabs),
+        the proposal is tried again with EP started from the prior, then the step from ``theta_from`` is halved,
+        up to 20 times. If EP still cannot run, EM stays at ``(theta_from, epsilon_from)``, where EP ran, and
+        stops (``state["stuck"]``). Returns the θ and ε used, EP there and its gradient norm."""
         saved = state["tau"], state["nu"]
         for _ in range(20):
             for warm in (True, False):  # the old sites may not suit a new ε: then EP starts from the prior
                 try:
-                    return (theta_to, *e_step(theta_to, epsilon, gain))
+                    return (theta_to, epsilon, *e_step(theta_to, epsilon, gain))
                 except (np.linalg.LinAlgError, FloatingPointError):
                     state["tau"], state["nu"] = saved if not warm else (None, None)
             state["tau"], state["nu"] = saved
             theta_to = np.where(mask, theta_from + 0.5 * (theta_to - theta_from), theta_from)
-        return (theta_to, *e_step(theta_to, epsilon, gain))  # 2⁻²⁰ of the step: EP ran at theta_from
+        state["stuck"] = True
+        return (theta_from, epsilon_from, *e_step(theta_from, epsilon_from, gain))
 
     def done(norm, log_evidence, epsilon_before, epsilon_now):
         return norm <= tol * max(1.0, abs(log_evidence)) and epsilon_now == epsilon_before
@@ -470,10 +473,10 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     ep, norm = e_step(theta, epsilon, np.nan)
     converged = done(norm, ep.log_evidence, epsilon, epsilon) and not learn_epsilon
     step_max = 1.0  # SQUAREM's largest |s| (Varadhan & Roland 2008, step.max0 = 1, mstep = 4)
-    while not converged and len(history) < max_iter:
+    while not converged and len(history) < max_iter and not state["stuck"]:
         theta1, epsilon1, gain1 = m_step(theta, ep, epsilon)
-        theta1, ep1, norm1 = e_step_towards(theta, theta1, epsilon1, gain1)
-        if acceleration is None or len(history) >= max_iter:
+        theta1, epsilon1, ep1, norm1 = e_step_towards(theta, theta1, epsilon, epsilon1, gain1)
+        if acceleration is None or len(history) >= max_iter or state["stuck"]:
             converged = done(norm1, ep1.log_evidence, epsilon, epsilon1)
             theta, epsilon, ep, norm = theta1, epsilon1, ep1, norm1
             continue
@@ -510,11 +513,21 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
             state["tau"], state["nu"] = saved  # the next trial (or θ₂) warm-starts from θ₁'s sites
             s = 0.5 * (s - 1.0)
         if candidate is None:  # s reached −1: the extrapolation is plain EM's θ₂
-            candidate, candidate_ep, candidate_norm = e_step_towards(theta1, theta2, epsilon2, gain2)
+            candidate, epsilon2, candidate_ep, candidate_norm = e_step_towards(
+                theta1, theta2, epsilon1, epsilon2, gain2
+            )
         converged = done(candidate_norm, candidate_ep.log_evidence, epsilon1, epsilon2)
         theta, epsilon, ep, norm = candidate, epsilon2, candidate_ep, candidate_norm
     tolerance = tol * max(1.0, abs(ep.log_evidence))
-    if not converged:
+    if not converged and state["stuck"]:
+        warnings.warn(
+            f"EM-EP stopped after {len(history)} E-steps: EP cannot run at the M-step's proposal, even with the step "
+            f"halved 20 times and EP started from the prior (the largest projected gradient component is {norm:.3g}, "
+            f"tolerance {tol * max(1.0, abs(ep.log_evidence)):.3g}); the result is the last point where EP ran",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    elif not converged:
         warnings.warn(
             f"EM-EP did not converge in {len(history)} E-steps: the largest projected gradient component of the EP "
             f"evidence is {norm:.3g} (tolerance {tolerance:.3g}); try acceleration='squarem', more iterations, or "

@@ -21,9 +21,10 @@ from K&G's footnote-7 start, warm-started across folds, stopped at 1e-3 × |log 
 paper-scale tolerance). The paper's fold partition is unknown, so each is run on several random
 partitions (``stratified_kfold(sex, 10, p)``, p = 0, 1, 2, …, none skipped) to show how much the partition
 alone moves the mean over ten folds. ``kg_crabs_inputs_a`` runs partitions 0–2, which are stored. Partitions
-3–4 are not: on partition 4 with the index among the inputs, EM-EP's r/n rule proposes an ε at which EP cannot
-run (a cavity with negative precision) even with the step halved and EP started from the prior; ``em_ep``
-needs a fallback to the previous ε there (left open; see the closing note).
+3–4 are not: on partition 4 with the index among the inputs, EM-EP's r/n rule proposed an ε at which EP could
+not run (a cavity with negative precision) even with the step halved and EP started from the prior, and
+``em_ep`` raised. It now stops at the last point where EP ran, with a warning; the two partitions have not been
+rerun since.
 """
 
 from __future__ import annotations

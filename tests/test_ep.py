@@ -516,6 +516,29 @@ def test_em_ep_halves_a_step_where_ep_cannot_run(rng, monkeypatch):
     assert abs(rescued.log_evidence - reference.log_evidence) < 1e-3
 
 
+def test_em_ep_stops_and_says_so_where_ep_never_runs_at_the_proposal(rng, monkeypatch):
+    """If EP cannot run at any point of the step (here: anywhere but the start), EM stays where EP ran, returns
+    that point with converged False and a warning that names the cause, instead of raising."""
+    import gpc_ref.ep_learning as ep_learning
+
+    X = rng.normal(size=(20, 2))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=20) > 0, 1.0, -1.0)
+    kernel = SEKernel(variance=1.0, lengthscale=1.0)
+    real_ep_at = ep_learning._ep_at
+
+    def ep_only_at_the_start(current, *args, **kwargs):
+        if not np.allclose(current.theta, kernel.theta):
+            raise FloatingPointError("1 cavity distribution(s) have non-positive precision")
+        return real_ep_at(current, *args, **kwargs)
+
+    monkeypatch.setattr(ep_learning, "_ep_at", ep_only_at_the_start)
+    with pytest.warns(ConvergenceWarning, match="EP cannot run at the M-step's proposal"):
+        result = em_ep(kernel, X, y, likelihood=ProbitLikelihood(), tol=1e-6, max_iter=50)
+    assert not result.converged and np.isfinite(result.log_evidence)
+    np.testing.assert_array_equal(result.kernel.theta, kernel.theta)
+    assert result.n_iter == 2  # the E-step at the start, and the one EM fell back to
+
+
 def test_em_ep_learns_epsilon_by_counting_errors(rng):
     X, y = _data(rng, n=30, flip=3)
     kernel = SEKernel(variance=1.0, lengthscale=2.0, jitter=1e-2, learn_jitter=True)

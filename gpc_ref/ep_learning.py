@@ -284,12 +284,25 @@ class EMEPResult:
     acceleration: str | None = None
 
 
-def _ep_at(kernel, X, y, epsilon, latent_noise, *, tau, nu, schedule, damping, tol):
-    """EP (restarted with more damping if it fails) at the kernel's parameters and ε, warm-started from (tau, nu)."""
+def _ep_at(kernel, X, y, epsilon, latent_noise, *, tau, nu, schedule, damping, tol, reject_jitter=True):
+    """EP (restarted with more damping if it fails) at the kernel's parameters and ε, warm-started from (tau, nu).
+
+    With ``reject_jitter`` a factorisation inside EP that needs more jitter than requested (``B``, ``C`` or ``M``
+    not numerically positive definite: seen with jitter up to 5e11 on ``B`` in the direct maximiser's line
+    search) raises ``FloatingPointError``: the evidence and gradient computed with that jitter belong to
+    another model, so the learners treat the point as one where EP cannot run (the maximiser rejects the step,
+    EM-EP halves it). Without it, the jitter is used and reported by the ``JitterWarning``.
+    """
     likelihood = LabelNoiseLikelihood(epsilon, latent_noise)
-    result, _ = expectation_propagation_with_fallback(
-        kernel.K(X), y, likelihood=likelihood, tau=tau, nu=nu, schedule=schedule, damping=damping, tol=tol
-    )
+    with warnings.catch_warnings():
+        if reject_jitter:
+            warnings.simplefilter("error", JitterWarning)
+        try:
+            result, _ = expectation_propagation_with_fallback(
+                kernel.K(X), y, likelihood=likelihood, tau=tau, nu=nu, schedule=schedule, damping=damping, tol=tol
+            )
+        except JitterWarning as exc:
+            raise FloatingPointError(f"EP needed jitter here, so its evidence is not to be trusted: {exc}") from None
     return result
 
 
@@ -341,7 +354,8 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient norm.
 
     **Where EP cannot run** at the M-step's proposal (a cavity with negative precision, a covariance that does
-    not factorise), the proposal is retried with EP started from the prior, then the step from the current
+    not factorise, or one that factorises only with more jitter than requested, which would change the model),
+    the proposal is retried with EP started from the prior, then the step from the current
     parameters is halved until EP runs (:math:`\Theta` moves less, F still rises along the M-step's path); if
     it never does, EM stops at the last point where EP ran and warns (``converged`` is False).
 
@@ -413,11 +427,13 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     history, progress_bar = [], with_progress(range(max_iter), progress, "EM-EP")
     steps = iter(progress_bar)
 
-    def e_step(theta, epsilon, gain):
-        """EP at θ, the evidence's projected gradient, and a row of the history."""
+    def e_step(theta, epsilon, gain, reject_jitter=True):
+        """EP at θ, the evidence's projected gradient, and a row of the history. A point where EP needs jitter
+        raises FloatingPointError (a proposal EM does not move to), except at the start and at the fallback."""
         next(steps, None)
         current = kernel.with_theta(theta)
-        ep = _ep_at(current, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], **ep_options)
+        ep = _ep_at(current, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"],
+                    reject_jitter=reject_jitter, **ep_options)  # fmt: skip
         state.update(tau=ep.tau, nu=ep.nu, sweeps=state["sweeps"] + ep.n_sweeps)
         norm = _projected_norm(ep_evidence_gradient(ep, kernel=current, X=X), theta, bounds, mask)
         try:
@@ -465,12 +481,12 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
             state["tau"], state["nu"] = saved
             theta_to = np.where(mask, theta_from + 0.5 * (theta_to - theta_from), theta_from)
         state["stuck"] = True
-        return (theta_from, epsilon_from, *e_step(theta_from, epsilon_from, gain))
+        return (theta_from, epsilon_from, *e_step(theta_from, epsilon_from, gain, reject_jitter=False))
 
     def done(norm, log_evidence, epsilon_before, epsilon_now):
         return norm <= tol * max(1.0, abs(log_evidence)) and epsilon_now == epsilon_before
 
-    ep, norm = e_step(theta, epsilon, np.nan)
+    ep, norm = e_step(theta, epsilon, np.nan, reject_jitter=False)  # the start is taken as given
     converged = done(norm, ep.log_evidence, epsilon, epsilon) and not learn_epsilon
     step_max = 1.0  # SQUAREM's largest |s| (Varadhan & Roland 2008, step.max0 = 1, mstep = 4)
     while not converged and len(history) < max_iter and not state["stuck"]:
@@ -493,12 +509,10 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
             trial = np.where(mask, np.clip(theta - 2.0 * s * r + s * s * v, bounds[:, 0], bounds[:, 1]), theta)
             saved = state["tau"], state["nu"]
             try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", JitterWarning)
-                    trial_ep, trial_norm = e_step(trial, epsilon2, np.nan)
-                if any(issubclass(w.category, JitterWarning) for w in caught) or not trial_ep.converged:
-                    # B needed jitter (or EP did not converge) at the extrapolated point: its evidence is
-                    # not to be trusted, and accepting it can carry the search far off (seen on 200 biopsies)
+                # e_step raises where EP needs jitter: like a point where EP did not converge, its evidence is
+                # not to be trusted, and accepting it can carry the search far off (seen on 200 biopsies)
+                trial_ep, trial_norm = e_step(trial, epsilon2, np.nan)
+                if not trial_ep.converged:
                     history.pop()
                     raise FloatingPointError("EP is not reliable at the extrapolated point")
             except (np.linalg.LinAlgError, FloatingPointError):  # EP cannot run there: step back
@@ -591,6 +605,10 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     Each evaluation runs EP to convergence (warm-started from the previous sites) and uses the
     fixed-point gradients :func:`~gpc_ref.ep.ep_evidence_gradient` and
     :func:`~gpc_ref.ep.ep_epsilon_gradient`; the search is :func:`gpc_ref.hyperparameters.maximize`.
+    An evaluation where EP cannot run, or runs only with more jitter than requested on one of its
+    factorisations (the evidence there would be that of another model), raises ``FloatingPointError``,
+    which the maximiser treats as a failed evaluation: the step is rejected and the line search shrinks
+    it (as EM-EP's SQUAREM rejects such extrapolations). A start where that happens is skipped.
     ε is optimised as :math:`\eta` with :math:`\epsilon = \tfrac12\sigma(\eta)`, so it stays in
     :math:`(0, \tfrac12)`; a starting ε of 0 is replaced by 0.01. The alternative to :func:`em_ep`,
     compared with it in the EP chapter.
@@ -672,7 +690,9 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                       description="maximize_ep_evidence")  # fmt: skip
     theta, epsilon = unpack(search.theta)
     final_kernel = kernel.with_theta(theta)
-    ep = _ep_at(final_kernel, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], **ep_options)
+    # EP ran without jitter at this point during the search; should it need jitter now, say so rather than fail
+    ep = _ep_at(final_kernel, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"], reject_jitter=False,
+                **ep_options)  # fmt: skip
     return EvidenceFitResult(kernel=final_kernel, epsilon=float(epsilon), ep=ep, log_evidence=ep.log_evidence,
                              n_evaluations=search.n_evaluations, n_sweeps=state["sweeps"] + ep.n_sweeps,
                              converged=search.converged, optimization=search,

@@ -26,6 +26,7 @@ from gpc_ref.ep_learning import epsilon_from_expected_errors
 from gpc_ref.ep_learning import m_step_objective
 from gpc_ref.ep_learning import maximize_ep_evidence
 from gpc_ref.ep_learning import variational_bound
+from gpc_ref.exact import probit_orthant_log_evidence
 from gpc_ref.exact import quadrature_posterior
 from gpc_ref.hyperparameters import theta_box
 from gpc_ref.kernels import SEKernel
@@ -178,18 +179,37 @@ def test_evidence_is_the_integral_of_prior_times_sites(rng, likelihood):
     assert abs(result.log_evidence - quad.log_evidence) < 1e-10
 
 
-def test_evidence_exact_for_one_point_and_close_for_three():
-    K1 = np.array([[2.5]])
-    for likelihood in (ProbitLikelihood(), LabelNoiseLikelihood(0.1, 0.3)):
-        result = expectation_propagation(K1, [-1.0], likelihood=likelihood, tol=1e-13)
-        quad = quadrature_posterior(K1, lambda f: likelihood.log_p(np.array([-1.0]), f), n_nodes=100)
-        assert abs(result.log_evidence - quad.log_evidence) < 1e-10
+@pytest.mark.parametrize(
+    "k, label, likelihood",
+    [
+        (2.5, -1.0, ProbitLikelihood()),
+        (2.5, 1.0, LabelNoiseLikelihood(0.1, 0.3)),
+        (0.4, -1.0, LabelNoiseLikelihood(0.2, 2.0)),
+    ],
+)
+def test_one_point_q_has_the_posterior_moments(k, label, likelihood):
+    """EP is exact for one point. With a zero prior mean its evidence is 1/2 whatever k, y, ε and s, so the test
+    that can fail is on q: its mean and variance are those of the true posterior, which do vary."""
+    K1, y1 = np.array([[k]]), np.array([label])
+    result = expectation_propagation(K1, y1, likelihood=likelihood, tol=1e-13)
+    quad = quadrature_posterior(K1, lambda f: likelihood.log_p(y1, f), n_nodes=200)
+    assert abs(result.mu[0] - quad.mean[0]) < 1e-9 and abs(result.Sigma[0, 0] - quad.cov[0, 0]) < 1e-9
+    assert abs(quad.mean[0]) > 0.1  # the quantity checked is not a constant
+    assert result.log_evidence == pytest.approx(-np.log(2.0), abs=1e-12)
+
+
+def test_evidence_close_to_the_exact_orthant_probability_for_three_points():
     X = np.array([[0.0], [0.5], [1.5]])
     K = SEKernel(variance=2.0).K(X)
     y = np.array([1.0, -1.0, 1.0])
     result = expectation_propagation(K, y, likelihood=ProbitLikelihood(), tol=1e-13)
+    exact = probit_orthant_log_evidence(K, y)
     quad = quadrature_posterior(K, lambda f: ProbitLikelihood().log_p(y, f), n_nodes=100)
-    assert abs(result.log_evidence - quad.log_evidence) < 5e-3
+    assert abs(quad.log_evidence - exact) < 1e-6  # two exact methods, each to about 1e-7
+    assert 1e-5 < abs(result.log_evidence - exact) < 5e-3  # EP is an approximation here, a close one
+    # the stable form without its third term would be far off (at n = 1 that term vanishes)
+    third = np.sum(0.5 * result.mean_cav * (result.mean_cav - result.mu) / result.var_cav)
+    assert abs(result.log_evidence - third - exact) > 0.1
     assert np.allclose(result.mu, quad.mean, atol=5e-3)
     assert np.allclose(result.Sigma, quad.cov, atol=1e-2)
 

@@ -74,6 +74,7 @@ from .likelihoods import MultinomialProbitLikelihood
 from .linalg import cholesky
 from .linalg import solve_lower
 from .progress import with_progress
+from .validation import ConvergenceWarning
 from .validation import check_choice
 from .validation import check_class_codes
 from .validation import check_matrix
@@ -109,12 +110,14 @@ _SCORE_BLOCK = 256
 SHORTLIST = 50
 
 
-class BelowClassFrequenciesWarning(UserWarning):
+class BelowClassFrequenciesWarning(ConvergenceWarning):
     """A fitted IVM predicts its own training labels worse than the class frequencies do.
 
     Raised by :class:`~gpc_ref.classifiers.SparseIVM` when the mean training log predictive
     probability (:func:`training_log_predictive`) is below that of the constant classifier that
-    predicts the training class frequencies (:func:`class_frequency_log_predictive`).
+    predicts the training class frequencies (:func:`class_frequency_log_predictive`). A subclass of
+    :class:`~gpc_ref.ConvergenceWarning`, the package's one warning family for a fit that did not reach
+    a usable result (filter it by this name to silence it alone).
     """
 
 

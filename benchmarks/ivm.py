@@ -18,6 +18,14 @@ disturb less than wall time; the headline fits report wall time. Three tables:
 
 ``--full`` adds the predictive rule with every candidate scored by the 48-node rule at the
 headline size (slow: (K − 1) × 48 normal CDFs per candidate per step).
+
+``--baselines`` prints, instead of the timings, the test error and log loss of ``SparseIVM()`` with its
+defaults beside the constant classifier that predicts the training class frequencies, G&R's settings
+(unit SE kernel, S = 50, the predictive rule) and the other two rules with the default kernel and size,
+on the multi-class sets of the book (iris, wine, glass, penguins, digits) and on the unbalanced synthetic
+set of ``common.unbalanced_multiclass`` at n = 300, 1000 and 3000 (issue 19, item 12): three stratified
+half/half splits per set, means over them. ``--defaults-grid`` reruns the grid the defaults were chosen
+from (kernels × sizes × rules on the same sets at n ≤ 1000, four splits; slow, about an hour on one core).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 
 import numpy as np
 from common import FIXED_KERNEL
@@ -33,6 +42,7 @@ from common import blas_threading
 from common import cholesky_seconds
 from common import family_table
 from common import median_seconds
+from common import unbalanced_multiclass
 
 from gpc_ref.ivm import ivm_fit
 from gpc_ref.kernels import SEKernel
@@ -145,5 +155,120 @@ def families():
                  n_classes=3)  # fmt: skip
 
 
+# --------------------------------------------------------------------------- the defaults against a constant classifier
+BOOK_SETS = ("iris", "wine", "glass", "penguins", "digits")
+
+
+def split_set(name, seed):
+    """Standardised (X_train, t_train, X_test, t_test): half of every class for training (stratified_split).
+
+    ``unbalanced<n>`` is ``common.unbalanced_multiclass(2 n, seed)``: n training and n test points.
+    """
+    from gpc_ref import datasets
+
+    if name.startswith("unbalanced"):
+        X, codes = unbalanced_multiclass(2 * int(name[len("unbalanced") :]), seed=seed)
+    else:
+        data = getattr(datasets, f"load_{name}")()
+        X, codes = data.X, np.searchsorted(data.classes, data.y)
+    train, test = datasets.stratified_split(codes, 0.5, seed)
+    scaler = datasets.Standardizer().fit(X[train])
+    return scaler.transform(X[train]), codes[train], scaler.transform(X[test]), codes[test]
+
+
+def test_scores(P, t_test):
+    """(error, log loss) of predicted probabilities P on the test labels."""
+    return float(np.mean(P.argmax(axis=1) != t_test)), float(-np.mean(np.log(P[np.arange(len(t_test)), t_test])))
+
+
+def scores_of(make_model, X, t, X_test, t_test):
+    """(error, log loss, warned) of the model make_model() fitted to (X, t)."""
+    from gpc_ref.ivm import BelowClassFrequenciesWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BelowClassFrequenciesWarning)
+        model = make_model().fit(X, t)
+    warned = any(issubclass(w.category, BelowClassFrequenciesWarning) for w in caught)
+    return (*test_scores(model.predict_proba(X_test), t_test), warned)
+
+
+def baselines(seeds=(0, 1, 2)):
+    """Test error and log loss of SparseIVM's defaults, G&R's settings, the other rules and the class frequencies."""
+    from gpc_ref import SparseIVM
+
+    configurations = {
+        "SparseIVM() defaults": lambda: SparseIVM(),
+        "G&R: unit SE, S=50, predictive": lambda: SparseIVM(SEKernel(), n_active=50, selection="predictive"),
+        "default kernel, S=200, predictive": lambda: SparseIVM(selection="predictive"),
+        "default kernel, S=200, entropy": lambda: SparseIVM(selection="entropy"),
+    }
+    print("SparseIVM against the class-frequency predictor: test error / test log loss, mean over splits "
+          f"{list(seeds)}; (w) = BelowClassFrequenciesWarning in at least one split")  # fmt: skip
+    header = f"{'set':>14} {'n':>5} {'C':>3} {'class frequencies':>19}" + "".join(f" {c:>34}" for c in configurations)
+    print(header)
+    for name in (*BOOK_SETS, "unbalanced300", "unbalanced1000", "unbalanced3000"):
+        rows = {label: [] for label in ("class frequencies", *configurations)}
+        for seed in seeds:
+            X, t, X_test, t_test = split_set(name, seed)
+            shares = np.bincount(t, minlength=t.max() + 1) / len(t)
+            rows["class frequencies"].append((*test_scores(np.tile(shares, (len(t_test), 1)), t_test), False))
+            for label, make_model in configurations.items():
+                rows[label].append(scores_of(make_model, X, t, X_test, t_test))
+        line = f"{name:>14} {len(t):>5} {t.max() + 1:>3}"
+        for label, values in rows.items():
+            error, log_loss = np.mean([v[0] for v in values]), np.mean([v[1] for v in values])
+            flag = " (w)" if any(v[2] for v in values) else "    "
+            width = 19 if label == "class frequencies" else 34
+            line += f" {f'{error:.3f} / {log_loss:.3f}{flag}':>{width}}"
+        print(line, flush=True)
+
+
+def defaults_grid(seeds=(0, 1, 2, 3)):
+    """The grid the defaults were chosen from: lengthscale × signal variance × S × rule, on seven sets."""
+    from gpc_ref import SparseIVM
+    from gpc_ref.ivm import median_distance_kernel
+
+    sets = (*BOOK_SETS, "unbalanced300", "unbalanced1000")
+    grid = [(sel, S, ell, var) for sel in ("predictive", "entropy", "random") for S in (50, 100, 200)
+            for ell in ("1", "median") for var in (1.0, 10.0, 100.0)]  # fmt: skip
+    grid += [("random", 200, ell, var) for ell in ("median/2", "2 median") for var in (3.0, 10.0, 30.0)]
+    grid += [("random", 200, "median", var) for var in (3.0, 30.0)]
+    relative = {key: {} for key in grid}  # key → set → (error, log loss) relative to the class frequencies
+    for name in sets:
+        per_seed = {key: [] for key in grid}
+        for seed in seeds:
+            X, t, X_test, t_test = split_set(name, seed)
+            shares = np.bincount(t, minlength=t.max() + 1) / len(t)
+            constant = test_scores(np.tile(shares, (len(t_test), 1)), t_test)
+            median = median_distance_kernel(X).lengthscale
+            scale = {"1": 1.0, "median": median, "median/2": median / 2, "2 median": 2 * median}
+            for key in grid:
+                sel, S, ell, var = key
+                kernel = SEKernel(variance=var, lengthscale=scale[ell])
+                error, log_loss, _ = scores_of(
+                    lambda: SparseIVM(kernel, n_active=S, selection=sel, rng=seed), X, t, X_test, t_test
+                )
+                per_seed[key].append((error / constant[0], log_loss / constant[1]))
+        for key in grid:
+            relative[key][name] = np.mean(per_seed[key], axis=0)
+        print(f"{name} done", flush=True)
+    print("error and log loss relative to the class-frequency predictor (1 = no better), over the sets "
+          f"{list(sets)}, splits {list(seeds)}")  # fmt: skip
+    print(f"{'rule':>11} {'S':>4} {'lengthscale':>12} {'variance':>9} {'mean error':>11} {'worst error':>12} "
+          f"{'mean log loss':>14} {'worst log loss':>15}")  # fmt: skip
+    for key in sorted(grid, key=lambda k: np.mean([v[1] for v in relative[k].values()])):
+        values = np.array(list(relative[key].values()))
+        sel, S, ell, var = key
+        print(f"{sel:>11} {S:>4} {ell:>12} {var:>9g} {values[:, 0].mean():>11.3f} {values[:, 0].max():>12.3f} "
+              f"{values[:, 1].mean():>14.3f} {values[:, 1].max():>15.3f}")  # fmt: skip
+
+
 if __name__ == "__main__":
-    main(full="--full" in sys.argv[1:])
+    if "--baselines" in sys.argv[1:]:
+        print(blas_threading())
+        baselines()
+    elif "--defaults-grid" in sys.argv[1:]:
+        print(blas_threading())
+        defaults_grid()
+    else:
+        main(full="--full" in sys.argv[1:])

@@ -8,13 +8,16 @@ import pytest
 from gpc_ref.datasets import make_three_class_toy
 from gpc_ref.ivm import SHORTLIST
 from gpc_ref.ivm import adf_include
+from gpc_ref.ivm import class_frequency_log_predictive
 from gpc_ref.ivm import entropy_reduction
 from gpc_ref.ivm import ivm_adf
 from gpc_ref.ivm import ivm_fit
 from gpc_ref.ivm import ivm_predict
+from gpc_ref.ivm import median_distance_kernel
 from gpc_ref.ivm import pairwise_log_probability
 from gpc_ref.ivm import select_predictive
 from gpc_ref.ivm import target_log_probability
+from gpc_ref.ivm import training_log_predictive
 from gpc_ref.kernels import SEKernel
 from gpc_ref.likelihoods import MultinomialProbitLikelihood
 
@@ -409,3 +412,49 @@ def test_n_active_and_options_are_keyword_only():
         ivm_fit(toy_kernel(), X, t, 5)
     with pytest.raises(TypeError):
         ivm_adf(lambda n: toy_kernel().K(X, X[n : n + 1]).T, toy_kernel().diag(X), t, 5)
+
+
+# --------------------------------------------------------------------------- the default kernel and the baseline
+def test_median_distance_kernel_is_the_median_pairwise_distance():
+    X = np.random.default_rng(0).normal(size=(40, 3)) * [1.0, 5.0, 0.2]
+    kernel = median_distance_kernel(X)
+    distances = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))[np.triu_indices(40, 1)]
+    assert kernel.lengthscale == pytest.approx(np.median(distances))
+    assert kernel.variance == 10.0
+    assert median_distance_kernel(X, variance=2.5).variance == 2.5
+    # at most max_points inputs, evenly spaced: a constant cost in n, and deterministic
+    big = np.random.default_rng(1).normal(size=(5000, 2))
+    assert median_distance_kernel(big).lengthscale == median_distance_kernel(big).lengthscale
+    rows = np.linspace(0, 4999, 500).astype(int)
+    sub = big[rows]
+    sub_distances = np.sqrt(((sub[:, None, :] - sub[None, :, :]) ** 2).sum(axis=2))[np.triu_indices(500, 1)]
+    assert median_distance_kernel(big).lengthscale == pytest.approx(np.median(sub_distances))
+
+
+def test_median_distance_kernel_survives_duplicates_and_bad_input():
+    X = np.repeat([[0.0, 0.0], [3.0, 4.0]], 20, axis=0)  # most pairs coincide: the median of the positive ones
+    assert median_distance_kernel(X).lengthscale == pytest.approx(5.0)
+    assert median_distance_kernel(np.ones((10, 2))).lengthscale == 1.0  # no scale at all: 1
+    with pytest.raises(ValueError, match="max_points"):
+        median_distance_kernel(X, max_points=0)
+    with pytest.raises(ValueError, match="X"):
+        median_distance_kernel(np.array([[np.nan, 1.0]]))
+
+
+def test_training_log_predictive_is_eq_5_5_at_the_training_inputs():
+    X, t = toy(120)
+    fit = ivm_fit(toy_kernel(), X, t, n_active=20, selection="predictive", rng=0)
+    likelihood = MultinomialProbitLikelihood()
+    # the same as predicting at the training inputs from the active set (ivm_predict) and taking eq 5.5
+    P = likelihood.predict(*ivm_predict(fit, X))
+    expected = np.mean(np.log(P[np.arange(120), t]))
+    assert training_log_predictive(fit, t, likelihood) == pytest.approx(expected, abs=1e-6)
+
+
+def test_class_frequency_log_predictive_by_hand():
+    t = np.array([0, 0, 0, 1, 2, 2])
+    expected = (3 * np.log(3 / 6) + np.log(1 / 6) + 2 * np.log(2 / 6)) / 6
+    assert class_frequency_log_predictive(t) == pytest.approx(expected)
+    assert class_frequency_log_predictive(np.array([0, 1, 2, 3])) == pytest.approx(np.log(0.25))
+    # an unseen class does not change the score
+    assert class_frequency_log_predictive(t, n_classes=5) == pytest.approx(expected)

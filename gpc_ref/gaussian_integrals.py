@@ -14,6 +14,12 @@ approximations the papers use and the references they are measured against:
 - quasi-Monte Carlo (Sobol points), Monte Carlo (W&B 1998 §4), tensor Gauss–Hermite and a
   degree-5 cubature rule for the softmax.
 
+The KL method (:mod:`gpc_ref.kl`) needs a fourth kind, the expectations of a log link and of its
+first two derivatives, :math:`E[\log g(z)]`, :math:`E[(\log g)'(z)]`, :math:`E[(\log g)''(z)]` for
+:math:`z \sim N(\mu, s^2)` and :math:`g = \sigma` or :math:`\Phi` (:func:`log_link_expectations`):
+Gauss–Hermite while :math:`s` is small, panels of Gauss–Legendre rules split at the link's bend
+when it is not.
+
 Notation (book symbol ← code name): :math:`\mu, s^2` ← ``mean, var`` (one Gaussian per entry);
 :math:`\boldsymbol\mu, \Sigma` ← ``mean (m, C), cov (m, C, C)`` (one C-dimensional Gaussian per
 row); :math:`C` ← ``n_classes``; :math:`\kappa_i, c_i` ← ``ERF_MIXTURE_SCALES``,
@@ -27,6 +33,8 @@ References
 - [GPML] Rasmussen & Williams (2006), eqs 3.25 and 3.82.
 - [Sobol67] Sobol' (1967): the low-discrepancy point set.
 - [MS67] Mysovskikh; Stroud (1971): fully symmetric cubature rules of degree 5.
+- [OA09] Opper & Archambeau (2009): the KL method needs E[log p(y|f)] and its derivatives under
+  the Gaussian marginals.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ __all__ = [
     "standard_normal_rule",
     "gauss_hermite_grid",
     "gauss_hermite_expectation",
+    "log_link_expectations",
     "probit_gaussian",
     "sigmoid_gaussian_mackay",
     "sigmoid_gaussian_erf_mixture",
@@ -138,6 +147,118 @@ def gauss_hermite_expectation(
     mean, var = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(var, dtype=float))
     f = mean[..., None] + np.sqrt(var)[..., None] * nodes
     return func(f) @ weights
+
+
+# --------------------------------------------------------------------------- expectations of a log link
+#: Half-width, in units of z, of the region where log σ(z) and log Φ(z) bend (their second
+#: derivatives change there from one asymptotic form to the other); outside it both are smooth on
+#: the scale of |z| (log σ nearly linear, log Φ nearly −z²/2).
+LINK_BEND = 10.0
+#: The standardised range [−U, U] of the panel rule: N(0, 1) puts 1.5e-23 of its mass beyond it.
+PANEL_RANGE = 10.0
+
+
+def _panel_rule(mean, sd, n_panel_nodes):
+    """Nodes u (m, 3P) and weights (m, 3P) for E[g(μ + s u)], u ~ N(0, 1), one row per (μ, s).
+
+    Three panels of P Gauss–Legendre nodes each cover [−U, U]: the bend region
+    |μ + s u| ≤ LINK_BEND (clipped to [−U, U]) and the two sides of it. A panel of zero width gets
+    zero weights.
+    """
+    x, w = np.polynomial.legendre.leggauss(n_panel_nodes)
+    low = np.clip((-LINK_BEND - mean) / sd, -PANEL_RANGE, PANEL_RANGE)
+    high = np.clip((LINK_BEND - mean) / sd, -PANEL_RANGE, PANEL_RANGE)
+    edges = np.stack([np.full_like(mean, -PANEL_RANGE), low, high, np.full_like(mean, PANEL_RANGE)], axis=-1)
+    half = 0.5 * np.diff(edges, axis=-1)  # (m, 3) half-widths, ≥ 0
+    centre = 0.5 * (edges[:, 1:] + edges[:, :-1])
+    u = (centre[:, :, None] + half[:, :, None] * x).reshape(len(mean), -1)
+    # the Legendre weights times the half-width (the Jacobian) times the N(0, 1) density at the node
+    weights = (half[:, :, None] * w).reshape(len(mean), -1) * np.exp(-0.5 * u * u) / np.sqrt(2.0 * np.pi)
+    return u, weights
+
+
+def log_link_expectations(
+    link: object,
+    mean: ArrayLike,
+    var: ArrayLike,
+    *,
+    n_nodes: int = 64,
+    n_panel_nodes: int = 48,
+    hermite_max_sd: float = 1.5,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r""":math:`E[\ell(z)]`, :math:`E[\ell'(z)]`, :math:`E[\ell''(z)]` for :math:`\ell = \log g` and :math:`z \sim N(\mu, s^2)`.
+
+    The KL method's bound and its gradient (Opper & Archambeau 2009; the book's KL chapter) need,
+    at every training point, the expected log-likelihood under the Gaussian marginal and its
+    derivatives in the marginal's mean and variance; by Bonnet's and Price's theorems
+
+    .. math:: \frac{\partial}{\partial\mu}E[\ell(z)] = E[\ell'(z)], \qquad
+              \frac{\partial}{\partial s^2}E[\ell(z)] = \tfrac12 E[\ell''(z)].
+
+    Two rules, both in the standardised variable :math:`z = \mu + s u`, :math:`u \sim N(0, 1)`:
+
+    - where :math:`s \le` ``hermite_max_sd``: Gauss–Hermite with ``n_nodes`` nodes
+      (:func:`standard_normal_rule`), exact to rounding while the link bends slowly on the scale
+      of the nodes' spacing;
+    - where :math:`s` is larger the Gaussian is broad and the bend of :math:`\ell` (width about one
+      in :math:`z`) falls between Hermite nodes, whose error then grows with :math:`s` (0.3 nats at
+      :math:`s = 100` for :math:`\log\sigma` with 64 nodes). There the line :math:`u \in [-10, 10]` is
+      split at the edges of the bend region :math:`|z| \le 10` and each of the three panels gets a
+      Gauss–Legendre rule of ``n_panel_nodes`` nodes.
+
+    Both are checked against adaptive quadrature (``scipy.integrate.quad``) in the tests and the
+    chapter: relative errors below 1e-9 for :math:`s` up to 30, about 1e-8 at :math:`s = 300`.
+
+    Parameters
+    ----------
+    link : object
+        Gives ``log_link(z)`` and ``link_derivatives(z) -> (d1, d2, d3)``, elementwise in ``z``:
+        e.g. ``LogisticLikelihood()`` (:math:`g = \sigma`) or ``ProbitLikelihood()`` (:math:`g = \Phi`),
+        whose ``z`` is the margin :math:`yf`.
+    mean, var : array-like
+        :math:`\mu` and :math:`s^2 \ge 0` of each Gaussian, broadcast against each other.
+    n_nodes : int
+        Gauss–Hermite nodes.
+    n_panel_nodes : int
+        Gauss–Legendre nodes per panel of the broad-Gaussian rule.
+    hermite_max_sd : float
+        The largest :math:`s` integrated by Gauss–Hermite.
+
+    Returns
+    -------
+    expected, expected_d1, expected_d2 : ndarray
+        :math:`E[\ell]`, :math:`E[\ell']`, :math:`E[\ell'']`, each of the broadcast shape of ``mean`` and ``var``.
+
+    References
+    ----------
+    [OA09]; Price (1958) and Bonnet (1964) for the derivative identities.
+    """
+    if not (callable(getattr(link, "log_link", None)) and callable(getattr(link, "link_derivatives", None))):
+        raise ValueError(
+            f"link must have methods log_link(z) and link_derivatives(z), e.g. LogisticLikelihood(); got {link!r}"
+        )
+    mean, var = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(var, dtype=float))
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(var))):
+        raise ValueError("mean and var must be finite")
+    if np.any(var < 0):
+        raise ValueError("var must be non-negative")
+    n_nodes = check_positive_int(n_nodes, "n_nodes")
+    n_panel_nodes = check_positive_int(n_panel_nodes, "n_panel_nodes")
+    shape = mean.shape
+    mean, sd = mean.ravel(), np.sqrt(var.ravel())
+    out = np.empty((3, mean.size))
+    narrow = sd <= hermite_max_sd
+    if np.any(narrow):
+        nodes, weights = standard_normal_rule(n_nodes)
+        z = mean[narrow, None] + sd[narrow, None] * nodes
+        d1, d2, _ = link.link_derivatives(z)
+        out[:, narrow] = np.stack([link.log_link(z) @ weights, d1 @ weights, d2 @ weights])
+    if not np.all(narrow):
+        u, weights = _panel_rule(mean[~narrow], sd[~narrow], n_panel_nodes)
+        z = mean[~narrow, None] + sd[~narrow, None] * u
+        d1, d2, _ = link.link_derivatives(z)
+        out[:, ~narrow] = np.stack([np.sum(values * weights, axis=-1) for values in (link.log_link(z), d1, d2)])
+    return out[0].reshape(shape), out[1].reshape(shape), out[2].reshape(shape)
 
 
 # --------------------------------------------------------------------------- probit and sigmoid

@@ -80,6 +80,7 @@ from .linalg import solve_lower
 from .threads import limited_blas_threads
 from .validation import ConvergenceWarning
 from .validation import check_binary_labels
+from .validation import check_bool
 from .validation import check_choice
 from .validation import check_covariance
 from .validation import check_covariance_derivatives
@@ -305,11 +306,13 @@ class KLResult:
     gradient_norm : float
         :math:`\max(\|\partial\mathcal L/\partial\mathbf m\|_\infty, \|\operatorname{diag}\partial\mathcal L/\partial V\|_\infty)`.
     n_iter : int
-        Natural-gradient steps taken.
+        Steps taken (0 when the start already passed the gradient test).
     n_factorisations : int
         Cholesky factorisations of :math:`B` (one per step tried, plus the first).
     converged : bool
         ``gradient_norm`` passed the test of :func:`kl_gaussian`.
+    trace : ndarray (n_iter + 1, 3)
+        :math:`\mathcal L`, ``gradient_norm`` and ``n_factorisations`` at the start and after every step.
     y : ndarray (n,)
     likelihood : LogisticLikelihood or ProbitLikelihood
     """
@@ -329,6 +332,7 @@ class KLResult:
     n_iter: int
     n_factorisations: int
     converged: bool
+    trace: np.ndarray = field(repr=False)
     y: np.ndarray = field(repr=False)
     likelihood: object = field(repr=False)
 
@@ -336,7 +340,7 @@ class KLResult:
 @limited_blas_threads
 def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | ProbitLikelihood | str | None = None, *,
                 lam_init: ArrayLike | None = None, nu_init: ArrayLike | None = None, tol: float = 1e-6,
-                max_iter: int = 200, n_nodes: int = 64, warn: bool = True) -> KLResult:  # fmt: skip
+                max_iter: int = 200, accelerate: bool = True, n_nodes: int = 64, warn: bool = True) -> KLResult:  # fmt: skip
     r"""The KL method at fixed hyperparameters: maximise :math:`\mathcal L` over Gaussians :math:`q(\mathbf f)`.
 
     Natural-gradient ascent in the sites (book's algorithm box; [KL17]). From the current
@@ -376,6 +380,8 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
         Largest gradient component that counts as converged.
     max_iter : int
         Natural-gradient steps before giving up.
+    accelerate : bool
+        Try Anderson's extrapolation at every step (False: plain natural-gradient steps).
     n_nodes : int
         Gauss–Hermite nodes of the one-dimensional expectations.
     warn : bool
@@ -396,6 +402,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     likelihood = _likelihood(likelihood)
     tol = float(check_positive(tol, "tol"))
     max_iter = check_positive_int(max_iter, "max_iter")
+    accelerate = check_bool(accelerate, "accelerate")
     lam = np.zeros(n) if lam_init is None else check_vector(lam_init, "lam_init", length=n).copy()
     nu = np.zeros(n) if nu_init is None else check_vector(nu_init, "nu_init", length=n).copy()
     if np.any(lam < 0):
@@ -407,21 +414,23 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
         expected, rho, lam_hat = _expectations(likelihood, y, state.mean, state.var, n_nodes)
         return state, expected - state.kl, expected, rho, lam_hat
 
+    def gradient_norm_at(state, rho, lam_hat):
+        # the gradient of 𝓛 in (m, V): ρ − K⁻¹m, and ½(λ − λ̂) on the diagonal ([OA09])
+        return float(max(np.max(np.abs(rho - state.alpha)), 0.5 * np.max(np.abs(state.lam - lam_hat))))
+
     sites = np.concatenate([lam, nu])
     state, bound, expected, rho, lam_hat = evaluate(sites)
-    n_factorisations, beta, converged = 1, 1.0, False
+    gradient_norm = gradient_norm_at(state, rho, lam_hat)
+    n_factorisations, n_iter, beta = 1, 0, 1.0
+    trace = [(bound, gradient_norm, n_factorisations)]
     history = []  # (sites, residual) of the last steps, for Anderson's extrapolation
-    for n_iter in range(1, max_iter + 1):
-        # the gradient of 𝓛 in (m, V) at the current q: ρ − K⁻¹m and ½(λ − λ̂) on the diagonal ([OA09])
-        gradient_norm = float(max(np.max(np.abs(rho - state.alpha)), 0.5 * np.max(np.abs(state.lam - lam_hat))))
-        if gradient_norm <= tol:
-            converged = True
-            break
+    while gradient_norm > tol and n_iter < max_iter:
+        n_iter += 1
         # the natural-gradient step of length one ([KL17]): Newton in m at fixed V, λ = λ̂ ([OA09])
         residual = np.concatenate([lam_hat, rho + lam_hat * state.mean]) - sites
         history = (history + [(sites, residual)])[-(_ANDERSON_DEPTH + 1) :]
         trial = None
-        if len(history) > 1:
+        if accelerate and len(history) > 1:
             # Anderson's extrapolation [WN11]: the combination of the last steps whose residual is smallest
             d_sites = np.array([b[0] - a[0] for a, b in zip(history, history[1:])]).T
             d_residual = np.array([b[1] - a[1] for a, b in zip(history, history[1:])]).T
@@ -442,9 +451,9 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
                 beta = min(1.0, 1.25 * beta)
         sites = candidate
         state, bound, expected, rho, lam_hat = trial
-    else:
-        gradient_norm = float(max(np.max(np.abs(rho - state.alpha)), 0.5 * np.max(np.abs(state.lam - lam_hat))))
-        converged = gradient_norm <= tol
+        gradient_norm = gradient_norm_at(state, rho, lam_hat)
+        trace.append((bound, gradient_norm, n_factorisations))
+    converged = gradient_norm <= tol
     if not converged and warn:
         warnings.warn(
             f"kl_gaussian: not converged after {n_iter} natural-gradient steps: the largest gradient component is "
@@ -455,7 +464,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     return KLResult(mean=state.mean, var=state.var, alpha=state.alpha, lam=state.lam, nu=state.nu, L=state.L,
                     log_bound=float(bound), expected_log_lik=float(expected), kl=float(state.kl), rho=rho,
                     lam_hat=lam_hat, gradient_norm=gradient_norm, n_iter=n_iter, n_factorisations=n_factorisations,
-                    converged=bool(converged), y=y, likelihood=likelihood)  # fmt: skip
+                    converged=bool(converged), trace=np.array(trace), y=y, likelihood=likelihood)  # fmt: skip
 
 
 def kl_covariance(result: KLResult, K: ArrayLike) -> np.ndarray:

@@ -176,6 +176,22 @@ def test_probit_bound_is_above_the_factorised_vb_bound():
     assert result.log_bound > vb.log_marginal_likelihood_bound
 
 
+def test_acceleration_changes_the_path_not_the_optimum():
+    kernel, X, y = problem(40, seed=17, variance=30.0)
+    K = kernel.K(X)
+    # the plain steps converge linearly, at a rate near one here: a looser tolerance for them
+    plain = kl.kl_gaussian(K, y, "probit", accelerate=False, max_iter=1000)
+    fast = kl.kl_gaussian(K, y, "probit", tol=1e-8)
+    assert plain.converged and fast.converged and fast.n_factorisations < plain.n_factorisations
+    assert fast.log_bound == pytest.approx(plain.log_bound, abs=1e-9)
+    np.testing.assert_allclose(fast.mean, plain.mean, atol=1e-4)
+    # the bound never decreases along either path; the trace ends at the returned fit
+    for result in (plain, fast):
+        assert np.all(np.diff(result.trace[:, 0]) >= -1e-12 * abs(result.log_bound))
+        assert result.trace.shape == (result.n_iter + 1, 3) and result.trace[-1, 0] == result.log_bound
+        assert result.trace[-1, 2] == result.n_factorisations
+
+
 def test_warm_start_reaches_the_same_optimum():
     kernel, X, y = problem(20, seed=10)
     K = kernel.K(X)
@@ -292,6 +308,8 @@ def test_bad_input_gets_a_clear_error():
         kl.kl_gaussian(K, y, tol=0.0)
     with pytest.raises(ValueError, match="max_iter"):
         kl.kl_gaussian(K, y, max_iter=0)
+    with pytest.raises(ValueError, match="accelerate"):
+        kl.kl_gaussian(K, y, accelerate="yes")
     with pytest.raises(ValueError, match="lam_init must be non-negative"):
         kl.kl_gaussian(K, y, lam_init=-np.ones(5))
     with pytest.raises(ValueError, match="nu_init"):

@@ -1,50 +1,50 @@
 r"""The KL method: the Gaussian :math:`q(\mathbf f)` that maximises the evidence lower bound (Opper & Archambeau 2009).
 
 For a GP prior :math:`p(\mathbf f) = N(\mathbf 0, K)` and a factorising likelihood, every Gaussian
-:math:`q(\mathbf f) = N(\mathbf m, V)` gives a lower bound on the log evidence (Jensen's inequality),
+:math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)` gives a lower bound on the log evidence (Jensen's inequality),
 
-.. math:: \log Z \ge \mathcal L(\mathbf m, V) = \sum_i E_{N(f_i\mid m_i, V_{ii})}\bigl[\log p(y_i\mid f_i)\bigr]
-          - \operatorname{KL}\bigl(N(\mathbf m, V)\,\|\,N(\mathbf 0, K)\bigr),
+.. math:: \log Z \ge \mathcal L(\boldsymbol\mu, \Sigma) = \sum_i E_{N(f_i\mid \mu_i, \Sigma_{ii})}\bigl[\log p(y_i\mid f_i)\bigr]
+          - \operatorname{KL}\bigl(N(\boldsymbol\mu, \Sigma)\,\|\,N(\mathbf 0, K)\bigr),
 
 and :math:`\log Z - \mathcal L = \operatorname{KL}(q\,\|\,p(\mathbf f\mid\mathbf y))`, hence the name. The
 KL method maximises :math:`\mathcal L` over the mean *and the full covariance*. At a stationary point
-:math:`V^{-1} = K^{-1} + \Lambda` with :math:`\Lambda = \operatorname{diag}(\boldsymbol\lambda)`,
-:math:`\lambda_i = -2\,\partial\bar E_i/\partial V_{ii}`, and :math:`\mathbf m = K\boldsymbol\alpha` with
-:math:`\alpha_i = \partial\bar E_i/\partial m_i` (Opper & Archambeau's 2n-parameter form, derived in the
+:math:`\Sigma^{-1} = K^{-1} + \Lambda` with :math:`\Lambda = \operatorname{diag}(\boldsymbol\lambda)`,
+:math:`\lambda_i = -2\,\partial\bar E_i/\partial\Sigma_{ii}`, and :math:`\boldsymbol\mu = K\boldsymbol\alpha` with
+:math:`\alpha_i = \partial\bar E_i/\partial\mu_i` (Opper & Archambeau's 2n-parameter form, derived in the
 book's KL chapter), so :math:`q` is written like EP's posterior, with *sites*
-:math:`\exp(\nu_if_i - \tfrac12\lambda_if_i^2)`: :math:`V = (K^{-1} + \Lambda)^{-1}`,
-:math:`\mathbf m = V\boldsymbol\nu`. Every quantity is computed from the Cholesky factor of
+:math:`\exp(\nu_if_i - \tfrac12\lambda_if_i^2)`: :math:`\Sigma = (K^{-1} + \Lambda)^{-1}`,
+:math:`\boldsymbol\mu = \Sigma\boldsymbol\nu`. Every quantity is computed from the Cholesky factor of
 :math:`B = I + \Lambda^{1/2}K\Lambda^{1/2}` (GPML §3.4's stable form), never from :math:`K^{-1}`.
 
 The sites are fitted by natural-gradient steps (Khan & Lin 2017): the step of length one sets
 :math:`\boldsymbol\lambda \leftarrow \hat{\boldsymbol\lambda}` and
-:math:`\boldsymbol\nu \leftarrow \boldsymbol\rho + \hat\Lambda\mathbf m` from the expectations under the
-current :math:`q`, which is Newton's step in :math:`\mathbf m` together with the fixed-point step in
+:math:`\boldsymbol\nu \leftarrow \boldsymbol\rho + \hat\Lambda\boldsymbol\mu` from the expectations under the
+current :math:`q`, which is Newton's step in :math:`\boldsymbol\mu` together with the fixed-point step in
 :math:`\boldsymbol\lambda`; a step that lowers :math:`\mathcal L` is halved. The iteration stops when the
-gradient of :math:`\mathcal L` in :math:`(\mathbf m, V)` is small, and only then says ``converged``.
+gradient of :math:`\mathcal L` in :math:`(\boldsymbol\mu, \Sigma)` is small, and only then says ``converged``.
 
 Notation (book symbol ← code name):
 
 - :math:`y_i \in \{-1, +1\}` ← ``y``; :math:`K` ← ``K`` (jitter included); :math:`\ell(z) = \log p(y\mid f)`
   at the margin :math:`z = yf` ← ``likelihood.log_link``.
-- :math:`\mathbf m, V` ← ``mean``, :func:`kl_covariance`; :math:`v_i = V_{ii}` ← ``var``.
-- :math:`\bar E_i = E_q[\log p(y_i\mid f_i)]` ← ``expected``; :math:`\rho_i = \partial\bar E_i/\partial m_i`
-  ← ``rho``; :math:`\hat\lambda_i = -2\,\partial\bar E_i/\partial v_i` ← ``lam_hat``.
+- :math:`\boldsymbol\mu, \Sigma` ← ``mean``, :func:`kl_covariance`; :math:`\Sigma_{ii}` ← ``var``.
+- :math:`\bar E_i = E_q[\log p(y_i\mid f_i)]` ← ``expected``; :math:`\rho_i = \partial\bar E_i/\partial\mu_i`
+  ← ``rho``; :math:`\hat\lambda_i = -2\,\partial\bar E_i/\partial\Sigma_{ii}` ← ``lam_hat``.
 - :math:`\boldsymbol\lambda, \boldsymbol\nu` ← ``lam, nu``: the site precisions and precision-means;
-  :math:`\boldsymbol\alpha = K^{-1}\mathbf m` ← ``alpha``.
+  :math:`\boldsymbol\alpha = K^{-1}\boldsymbol\mu` ← ``alpha``.
 - :math:`B = I + \Lambda^{1/2}K\Lambda^{1/2} = LL^\top` ← ``L``; :math:`R = \Lambda^{1/2}B^{-1}\Lambda^{1/2}
   = (K + \Lambda^{-1})^{-1}`.
-- :math:`\mathcal L` ← ``log_bound``; its gradient in :math:`\mathbf m` ← ``gradient_mean``
-  :math:`= \boldsymbol\rho - \boldsymbol\alpha`, in the diagonal of :math:`V` ← ``gradient_var``
+- :math:`\mathcal L` ← ``log_bound``; its gradient in :math:`\boldsymbol\mu` ← ``gradient_mean``
+  :math:`= \boldsymbol\rho - \boldsymbol\alpha`, in the diagonal of :math:`\Sigma` ← ``gradient_var``
   :math:`= \tfrac12(\boldsymbol\lambda - \hat{\boldsymbol\lambda})` (the whole matrix gradient is diagonal
-  on the family :math:`V = (K^{-1} + \Lambda)^{-1}`).
+  on the family :math:`\Sigma = (K^{-1} + \Lambda)^{-1}`).
 
 References
 ----------
 - [OA09] Opper & Archambeau (2009), *The variational Gaussian approximation revisited*, Neural
   Computation 21(3): the bound, its gradients, and the 2n-parameter form of the optimum.
 - [CB13] Challis & Barber (2013), *Gaussian Kullback-Leibler approximate inference*, JMLR 14: the
-  bound is concave in :math:`(\mathbf m, C)`, :math:`V = CC^\top`, for log-concave likelihoods.
+  bound is concave in :math:`(\boldsymbol\mu, C)`, :math:`\Sigma = CC^\top`, for log-concave likelihoods.
 - [NR08] Nickisch & Rasmussen (2008), *Approximations for binary Gaussian process classification*,
   JMLR 9, §3.5: the KL method among the approximations compared.
 - [KL17] Khan & Lin (2017), *Conjugate-computation variational inference*, AISTATS: natural-gradient
@@ -131,7 +131,7 @@ def _likelihood(likelihood):
 # ===================================================================== q(f) from the sites
 @dataclass(frozen=True)
 class _Posterior:
-    """q(f) = N(m, V), V = (K⁻¹ + Λ)⁻¹, m = V ν, with what the bound and the steps need."""
+    """q(f) = N(μ, Σ), Σ = (K⁻¹ + Λ)⁻¹, μ = Σν, with what the bound and the steps need."""
 
     lam: np.ndarray
     nu: np.ndarray
@@ -152,7 +152,7 @@ def _posterior(K, lam, nu):
     L = cholesky(B, name="B = I + Λ½KΛ½").L
     L_inverse = lapack.dtrtri(L, lower=1)[0]
     B_inverse_diagonal = np.einsum("ij,ij->j", L_inverse, L_inverse)
-    # Woodbury: Λ½ V Λ½ = I − B⁻¹, so V_ii = (1 − (B⁻¹)_ii)/λ_i; where λ_i k_ii is tiny, k_ii − ‖L⁻¹Λ½k_i‖²
+    # Woodbury: Λ½ Σ Λ½ = I − B⁻¹, so Σ_ii = (1 − (B⁻¹)_ii)/λ_i; where λ_i k_ii is tiny, k_ii − ‖L⁻¹Λ½k_i‖²
     k_diag = np.diag(K)
     direct = lam * k_diag < _DIRECT_VARIANCE
     var = np.divide(1.0 - B_inverse_diagonal, lam, out=np.zeros_like(lam), where=~direct)
@@ -160,19 +160,19 @@ def _posterior(K, lam, nu):
         A = L_inverse @ (sqrt_lam[:, None] * K[:, direct])
         var[direct] = k_diag[direct] - np.einsum("ij,ij->j", A, A)
     var = np.maximum(var, np.finfo(float).tiny)
-    # α = K⁻¹m = ν − Λ½ B⁻¹ Λ½ K ν (Woodbury), m = K α
+    # α = K⁻¹μ = ν − Λ½ B⁻¹ Λ½ K ν (Woodbury), μ = K α
     K_nu = K @ nu
     alpha = nu - sqrt_lam * (L_inverse.T @ (L_inverse @ (sqrt_lam * K_nu)))
     mean = K @ alpha
-    # KL(q‖p) = ½[tr(K⁻¹V) + mᵀK⁻¹m − n + log|K| − log|V|], with tr(K⁻¹V) = tr B⁻¹ and |K|/|V| = |B|
+    # KL(q‖p) = ½[tr(K⁻¹Σ) + μᵀK⁻¹μ − n + log|K| − log|Σ|], with tr(K⁻¹Σ) = tr B⁻¹ and |K|/|Σ| = |B|
     kl = 0.5 * float(np.sum(B_inverse_diagonal - 1.0) + alpha @ mean) + float(np.sum(np.log(np.diag(L))))
     return _Posterior(lam, nu, L, L_inverse, mean, var, alpha, kl)
 
 
 def _expectations(likelihood, y, mean, var, n_nodes):
-    """Σ_i Ē_i, ρ = ∂Ē/∂m and λ̂ = −2 ∂Ē/∂v at the marginals N(m_i, v_i) (the margin z = y f)."""
+    """Σ_i Ē_i, ρ = ∂Ē/∂μ and λ̂ = −2 ∂Ē/∂Σ_ii at the marginals N(μ_i, Σ_ii) (the margin z = y f)."""
     expected, d1, d2 = log_link_expectations(likelihood, y * mean, var, n_nodes=n_nodes)
-    # Bonnet: ∂Ē/∂m = y E[ℓ'(z)]; Price: ∂Ē/∂v = ½ E[ℓ''(z)]  (y² = 1); λ̂ ≥ 0 for a log-concave ℓ
+    # Bonnet: ∂Ē/∂μ = y E[ℓ'(z)]; Price: ∂Ē/∂Σ_ii = ½ E[ℓ''(z)]  (y² = 1); λ̂ ≥ 0 for a log-concave ℓ
     return float(np.sum(expected)), y * d1, np.maximum(-d2, 0.0)
 
 
@@ -188,19 +188,19 @@ class KLBound:
     expected_log_lik, kl : float
         Its two parts.
     mean, var : ndarray (n,)
-        :math:`\mathbf m = K\boldsymbol\alpha` and :math:`\operatorname{diag}V`.
+        :math:`\boldsymbol\mu = K\boldsymbol\alpha` and :math:`\operatorname{diag}\Sigma`.
     rho, lam_hat : ndarray (n,)
-        :math:`\partial\bar E_i/\partial m_i` and :math:`-2\,\partial\bar E_i/\partial v_i`.
+        :math:`\partial\bar E_i/\partial\mu_i` and :math:`-2\,\partial\bar E_i/\partial\Sigma_{ii}`.
     gradient_mean : ndarray (n,)
-        :math:`\partial\mathcal L/\partial\mathbf m = \boldsymbol\rho - \boldsymbol\alpha`.
+        :math:`\partial\mathcal L/\partial\boldsymbol\mu = \boldsymbol\rho - \boldsymbol\alpha`.
     gradient_var : ndarray (n,)
-        The diagonal of :math:`\partial\mathcal L/\partial V = \tfrac12(\Lambda - \hat\Lambda)` (its
+        The diagonal of :math:`\partial\mathcal L/\partial\Sigma = \tfrac12(\Lambda - \hat\Lambda)` (its
         off-diagonal entries are zero on this family).
     gradient_alpha : ndarray (n,)
         :math:`\partial\mathcal L/\partial\boldsymbol\alpha = K(\boldsymbol\rho - \boldsymbol\alpha)`.
     gradient_lam : ndarray (n,) or None
-        :math:`\partial\mathcal L/\partial\boldsymbol\lambda = -\tfrac12(V\circ V)(\boldsymbol\lambda - \hat{\boldsymbol\lambda})`
-        (None unless asked for: it needs all of :math:`V`).
+        :math:`\partial\mathcal L/\partial\boldsymbol\lambda = -\tfrac12(\Sigma\circ\Sigma)(\boldsymbol\lambda - \hat{\boldsymbol\lambda})`
+        (None unless asked for: it needs all of :math:`\Sigma`).
     """
 
     log_bound: float
@@ -219,19 +219,19 @@ class KLBound:
 def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
              likelihood: LogisticLikelihood | ProbitLikelihood | str | None = None, n_nodes: int = 64,
              gradient_lam: bool = False) -> KLBound:  # fmt: skip
-    r"""The evidence lower bound at :math:`\mathbf m = K\boldsymbol\alpha`, :math:`V = (K^{-1}+\Lambda)^{-1}`, with gradients.
+    r"""The evidence lower bound at :math:`\boldsymbol\mu = K\boldsymbol\alpha`, :math:`\Sigma = (K^{-1}+\Lambda)^{-1}`, with gradients.
 
     .. math::
-        \mathcal L = \sum_i \bar E_i(m_i, v_i)
+        \mathcal L = \sum_i \bar E_i(\mu_i, \Sigma_{ii})
         - \tfrac12\bigl[\operatorname{tr}B^{-1} + \boldsymbol\alpha^\top K\boldsymbol\alpha - n + \log|B|\bigr],
 
-    the KL divergence written with :math:`\operatorname{tr}(K^{-1}V) = \operatorname{tr}B^{-1}` and
-    :math:`\log|K| - \log|V| = \log|B|` (the book derives both). Gradients: [OA09]'s
-    :math:`\partial\mathcal L/\partial\mathbf m = \boldsymbol\rho - K^{-1}\mathbf m` and
-    :math:`\partial\mathcal L/\partial V = \operatorname{diag}(\partial\bar E/\partial\mathbf v) + \tfrac12 V^{-1}
+    the KL divergence written with :math:`\operatorname{tr}(K^{-1}\Sigma) = \operatorname{tr}B^{-1}` and
+    :math:`\log|K| - \log|\Sigma| = \log|B|` (the book derives both). Gradients: [OA09]'s
+    :math:`\partial\mathcal L/\partial\boldsymbol\mu = \boldsymbol\rho - K^{-1}\boldsymbol\mu` and
+    :math:`\partial\mathcal L/\partial\Sigma = \operatorname{diag}(\partial\bar E/\partial\operatorname{diag}\Sigma) + \tfrac12 \Sigma^{-1}
     - \tfrac12 K^{-1} = \tfrac12(\Lambda - \hat\Lambda)` on this family; by the chain rule
     :math:`\partial\mathcal L/\partial\boldsymbol\alpha = K(\boldsymbol\rho - \boldsymbol\alpha)` and
-    :math:`\partial\mathcal L/\partial\lambda_j = -\tfrac12\sum_i V_{ij}^2(\lambda_i - \hat\lambda_i)`.
+    :math:`\partial\mathcal L/\partial\lambda_j = -\tfrac12\sum_i \Sigma_{ij}^2(\lambda_i - \hat\lambda_i)`.
 
     Parameters
     ----------
@@ -240,14 +240,14 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
     y : array (n,)
         Labels in {−1, +1} (or {0, 1}).
     alpha : array (n,)
-        :math:`\boldsymbol\alpha = K^{-1}\mathbf m`.
+        :math:`\boldsymbol\alpha = K^{-1}\boldsymbol\mu`.
     lam : array (n,)
         Non-negative site precisions :math:`\boldsymbol\lambda`.
     likelihood : "logistic" (default), "probit", LogisticLikelihood or ProbitLikelihood
     n_nodes : int
         Gauss–Hermite nodes of :func:`~gpc_ref.gaussian_integrals.log_link_expectations`.
     gradient_lam : bool
-        Also compute :math:`\partial\mathcal L/\partial\boldsymbol\lambda` (forms :math:`V`, :math:`O(n^3)`).
+        Also compute :math:`\partial\mathcal L/\partial\boldsymbol\lambda` (forms :math:`\Sigma`, :math:`O(n^3)`).
 
     Returns
     -------
@@ -265,7 +265,7 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
     lam = check_vector(lam, "lam", length=n)
     if np.any(lam < 0):
         raise ValueError("lam must be non-negative (site precisions)")
-    # the sites with m = K α: ν = V⁻¹m = (K⁻¹ + Λ)Kα = α + Λ K α
+    # the sites with μ = K α: ν = Σ⁻¹μ = (K⁻¹ + Λ)Kα = α + Λ K α
     mean = K @ alpha
     state = _posterior(K, lam, alpha + lam * mean)
     expected, rho, lam_hat = _expectations(likelihood, y, state.mean, state.var, n_nodes)
@@ -274,26 +274,26 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
                   var=state.var, rho=rho, lam_hat=lam_hat, gradient_mean=gradient_mean,
                   gradient_var=0.5 * (lam - lam_hat), gradient_alpha=K @ gradient_mean)  # fmt: skip
     if gradient_lam:
-        V = kl_covariance(state, K)
-        result["gradient_lam"] = -0.5 * (V * V) @ (lam - lam_hat)
+        Sigma = kl_covariance(state, K)
+        result["gradient_lam"] = -0.5 * (Sigma * Sigma) @ (lam - lam_hat)
     return KLBound(**result)
 
 
 # ===================================================================== the KL fit at fixed hyperparameters
 @dataclass(frozen=True)
 class KLResult:
-    r"""The KL approximation :math:`q(\mathbf f) = N(\mathbf m, V)`, :math:`V = (K^{-1}+\Lambda)^{-1}`, at its optimum.
+    r"""The KL approximation :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)`, :math:`\Sigma = (K^{-1}+\Lambda)^{-1}`, at its optimum.
 
     Attributes
     ----------
     mean : ndarray (n,)
-        :math:`\mathbf m`.
+        :math:`\boldsymbol\mu`.
     var : ndarray (n,)
-        :math:`\operatorname{diag}V` (the whole of :math:`V`: :func:`kl_covariance`).
+        :math:`\operatorname{diag}\Sigma` (the whole of :math:`\Sigma`: :func:`kl_covariance`).
     alpha : ndarray (n,)
-        :math:`K^{-1}\mathbf m`; at the optimum :math:`\boldsymbol\alpha = \boldsymbol\rho` ([OA09]).
+        :math:`K^{-1}\boldsymbol\mu`; at the optimum :math:`\boldsymbol\alpha = \boldsymbol\rho` ([OA09]).
     lam, nu : ndarray (n,)
-        The sites: :math:`V^{-1} = K^{-1} + \Lambda`, :math:`\mathbf m = V\boldsymbol\nu`; at the optimum
+        The sites: :math:`\Sigma^{-1} = K^{-1} + \Lambda`, :math:`\boldsymbol\mu = \Sigma\boldsymbol\nu`; at the optimum
         :math:`\boldsymbol\lambda = \hat{\boldsymbol\lambda}`.
     L : ndarray (n, n)
         Lower Cholesky factor of :math:`B = I + \Lambda^{1/2}K\Lambda^{1/2}`.
@@ -304,7 +304,7 @@ class KLResult:
     rho, lam_hat : ndarray (n,)
         The expectations' derivatives at the returned :math:`q`.
     gradient_norm : float
-        :math:`\max(\|\partial\mathcal L/\partial\mathbf m\|_\infty, \|\operatorname{diag}\partial\mathcal L/\partial V\|_\infty)`.
+        :math:`\max(\|\partial\mathcal L/\partial\boldsymbol\mu\|_\infty, \|\operatorname{diag}\partial\mathcal L/\partial\Sigma\|_\infty)`.
     n_iter : int
         Steps taken (0 when the start already passed the gradient test).
     n_factorisations : int
@@ -344,15 +344,15 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     r"""The KL method at fixed hyperparameters: maximise :math:`\mathcal L` over Gaussians :math:`q(\mathbf f)`.
 
     Natural-gradient ascent in the sites (book's algorithm box; [KL17]). From the current
-    :math:`q` compute, at every point, :math:`\boldsymbol\rho = \partial\bar E/\partial\mathbf m` and
-    :math:`\hat{\boldsymbol\lambda} = -2\,\partial\bar E/\partial\mathbf v`
+    :math:`q` compute, at every point, :math:`\boldsymbol\rho = \partial\bar E/\partial\boldsymbol\mu` and
+    :math:`\hat{\boldsymbol\lambda} = -2\,\partial\bar E/\partial\operatorname{diag}\Sigma`
     (:func:`~gpc_ref.gaussian_integrals.log_link_expectations`); then, with step :math:`\beta`,
 
     .. math:: \boldsymbol\lambda \leftarrow (1-\beta)\boldsymbol\lambda + \beta\hat{\boldsymbol\lambda}, \qquad
-              \boldsymbol\nu \leftarrow (1-\beta)\boldsymbol\nu + \beta(\boldsymbol\rho + \hat\Lambda\mathbf m),
+              \boldsymbol\nu \leftarrow (1-\beta)\boldsymbol\nu + \beta(\boldsymbol\rho + \hat\Lambda\boldsymbol\mu),
 
     and refactorise :math:`B`. With :math:`\beta = 1` the mean moves by Newton's step on
-    :math:`\sum_i\bar E_i - \tfrac12\mathbf m^\top K^{-1}\mathbf m` at fixed :math:`V` and the precisions by
+    :math:`\sum_i\bar E_i - \tfrac12\boldsymbol\mu^\top K^{-1}\boldsymbol\mu` at fixed :math:`\Sigma` and the precisions by
     [OA09]'s fixed point :math:`\boldsymbol\lambda = \hat{\boldsymbol\lambda}`. The natural gradient is an
     ascent direction, so a step that lowers :math:`\mathcal L` is halved until it does not (and the next
     step may be 1.25 times longer, at most 1).
@@ -362,7 +362,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     extrapolation [WN11] from the last five steps, and keeps it only if it raises :math:`\mathcal L`; it
     changes the path, never the fixed point, and is checked by the same bound.
 
-    Convergence: the gradient of :math:`\mathcal L` in :math:`(\mathbf m, V)`,
+    Convergence: the gradient of :math:`\mathcal L` in :math:`(\boldsymbol\mu, \Sigma)`,
     :math:`(\boldsymbol\rho - \boldsymbol\alpha, \tfrac12(\boldsymbol\lambda - \hat{\boldsymbol\lambda}))`,
     has no component larger than ``tol`` in magnitude. Otherwise, after ``max_iter`` steps, a
     :class:`ConvergenceWarning` names the count.
@@ -415,7 +415,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
         return state, expected - state.kl, expected, rho, lam_hat
 
     def gradient_norm_at(state, rho, lam_hat):
-        # the gradient of 𝓛 in (m, V): ρ − K⁻¹m, and ½(λ − λ̂) on the diagonal ([OA09])
+        # the gradient of 𝓛 in (μ, Σ): ρ − K⁻¹μ, and ½(λ − λ̂) on the diagonal ([OA09])
         return float(max(np.max(np.abs(rho - state.alpha)), 0.5 * np.max(np.abs(state.lam - lam_hat))))
 
     sites = np.concatenate([lam, nu])
@@ -426,7 +426,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     history = []  # (sites, residual) of the last steps, for Anderson's extrapolation
     while gradient_norm > tol and n_iter < max_iter:
         n_iter += 1
-        # the natural-gradient step of length one ([KL17]): Newton in m at fixed V, λ = λ̂ ([OA09])
+        # the natural-gradient step of length one ([KL17]): Newton in μ at fixed Σ, λ = λ̂ ([OA09])
         residual = np.concatenate([lam_hat, rho + lam_hat * state.mean]) - sites
         history = (history + [(sites, residual)])[-(_ANDERSON_DEPTH + 1) :]
         trial = None
@@ -468,7 +468,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
 
 
 def kl_covariance(result: KLResult, K: ArrayLike) -> np.ndarray:
-    r"""The whole posterior covariance :math:`V = (K^{-1} + \Lambda)^{-1} = K - A^\top A`, :math:`A = L^{-1}\Lambda^{1/2}K`.
+    r"""The whole posterior covariance :math:`\Sigma = (K^{-1} + \Lambda)^{-1} = K - A^\top A`, :math:`A = L^{-1}\Lambda^{1/2}K`.
 
     Parameters
     ----------
@@ -480,13 +480,13 @@ def kl_covariance(result: KLResult, K: ArrayLike) -> np.ndarray:
     Returns
     -------
     ndarray (n, n)
-        :math:`V`, symmetric.
+        :math:`\Sigma`, symmetric.
     """
     K = check_covariance(K, "K", n_points=result.lam.shape[0])
-    # GPML Alg. 3.2's form: V = K − K Λ½ B⁻¹ Λ½ K
+    # GPML Alg. 3.2's form: Σ = K − K Λ½ B⁻¹ Λ½ K
     A = solve_lower(result.L, np.sqrt(result.lam)[:, None] * K)
-    V = K - A.T @ A
-    return 0.5 * (V + V.T)
+    Sigma = K - A.T @ A
+    return 0.5 * (Sigma + Sigma.T)
 
 
 # ===================================================================== hyperparameters
@@ -494,12 +494,12 @@ def kl_evidence_gradient(result: KLResult, *, dK: ArrayLike | None = None, kerne
                          X: ArrayLike | None = None) -> np.ndarray:  # fmt: skip
     r"""Gradient of the maximised bound :math:`\mathcal L^*(\boldsymbol\theta)` in the kernel's log-parameters.
 
-    At the maximum over :math:`(\mathbf m, V)` only the explicit dependence through the prior counts
+    At the maximum over :math:`(\boldsymbol\mu, \Sigma)` only the explicit dependence through the prior counts
     (the envelope theorem), and differentiating :math:`-\operatorname{KL}(q\,\|\,N(\mathbf 0, K))` at fixed
-    :math:`(\mathbf m, V)` gives
+    :math:`(\boldsymbol\mu, \Sigma)` gives
 
     .. math:: \frac{\partial\mathcal L^*}{\partial\theta_j} = \tfrac12\boldsymbol\alpha^\top\partial_jK\,\boldsymbol\alpha
-              - \tfrac12\operatorname{tr}(R\,\partial_jK), \qquad R = K^{-1} - K^{-1}VK^{-1} = \Lambda^{1/2}B^{-1}\Lambda^{1/2},
+              - \tfrac12\operatorname{tr}(R\,\partial_jK), \qquad R = K^{-1} - K^{-1}\Sigma K^{-1} = \Lambda^{1/2}B^{-1}\Lambda^{1/2},
 
     the form of EP's gradient (GPML eq 5.27) and of G&M's eq 36. It is exact only at the optimum:
     the error is of the order of ``result.gradient_norm``.

@@ -1,11 +1,11 @@
 """gpc_ref: plain reference implementations of the Gaussian process classifiers derived in the book.
 
 Each method is a plain function whose body follows the paper's equations (the module docstrings
-give the equation numbers); the six estimators wrap them with one scikit-learn-style contract
+give the equation numbers); the seven estimators wrap them with one scikit-learn-style contract
 (:mod:`gpc_ref.classifiers`).
 
 Modules: kernels, linalg, likelihoods, gaussian_integrals, hyperparameters, laplace,
-laplace_multiclass, hmc, variational_bounds, ep, vb_probit, gibbs, ivm, exact, datasets, metrics,
+laplace_multiclass, hmc, variational_bounds, ep, kl, vb_probit, gibbs, ivm, exact, datasets, metrics,
 validation, progress, classifiers, plotting (the only one that needs matplotlib).
 """
 
@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
 from .classifiers import EPGPC
+from .classifiers import KLGPC
 from .classifiers import GibbsProbitGPC
 from .classifiers import LaplaceGPC
 from .classifiers import SparseIVM
@@ -31,6 +32,7 @@ __all__ = [
     "LaplaceGPC",
     "VariationalBoundsGPC",
     "EPGPC",
+    "KLGPC",
     "VBProbitGPC",
     "GibbsProbitGPC",
     "SparseIVM",

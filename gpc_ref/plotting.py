@@ -42,6 +42,7 @@ METHOD_STYLES: dict[str, dict[str, str]] = {
     "upper_bound": {"color": "#CC79A7", "marker": "s", "linestyle": "-", "label": "JJ upper bound Z″"},
     "ep": {"color": "#D55E00", "marker": "D", "linestyle": "-", "label": "EP"},
     "em_ep": {"color": "#E69F00", "marker": "d", "linestyle": ":", "label": "EM-EP"},
+    "kl": {"color": "#882255", "marker": "p", "linestyle": "-", "label": "KL (Gaussian VI)"},
     "vb": {"color": "#7B3294", "marker": "P", "linestyle": "-", "label": "VB probit"},
     "gibbs": {"color": "#999999", "marker": "*", "linestyle": "--", "label": "Gibbs sampler"},
     "ivm": {"color": "#8C510A", "marker": "X", "linestyle": "-", "label": "sparse IVM"},

@@ -1,7 +1,7 @@
-"""The estimator contract, the same for all six estimators (README.md, "Using gpc_ref").
+"""The estimator contract, the same for all seven estimators (README.md, "Using gpc_ref").
 
 The method-specific behaviour is tested beside each method; here one parametrised set of
-checks runs over all six: exports, constructor, fitted attributes, the prediction methods and
+checks runs over all seven: exports, constructor, fitted attributes, the prediction methods and
 their shapes, errors, scikit-learn's model-selection tools (clone, Pipeline, GridSearchCV over
 ``kernel__lengthscale``, cross_val_score with ``neg_log_loss``), pickling, and scikit-learn's own
 ``check_estimator`` with every check that cannot pass listed with its reason. The data are
@@ -17,6 +17,7 @@ import pytest
 
 import gpc_ref
 from gpc_ref import EPGPC
+from gpc_ref import KLGPC
 from gpc_ref import ConvergenceWarning
 from gpc_ref import GibbsProbitGPC
 from gpc_ref import LaplaceGPC
@@ -26,8 +27,8 @@ from gpc_ref import SparseIVM
 from gpc_ref import VariationalBoundsGPC
 from gpc_ref import VBProbitGPC
 
-ESTIMATORS = [LaplaceGPC, VariationalBoundsGPC, EPGPC, VBProbitGPC, GibbsProbitGPC, SparseIVM]
-BINARY_ONLY = {VariationalBoundsGPC, EPGPC}
+ESTIMATORS = [LaplaceGPC, VariationalBoundsGPC, EPGPC, KLGPC, VBProbitGPC, GibbsProbitGPC, SparseIVM]
+BINARY_ONLY = {VariationalBoundsGPC, EPGPC, KLGPC}
 
 # Fast settings for each estimator: fixed kernel, short runs. The learning paths are tested in
 # the method-specific files and in ``test_learning_and_model_selection`` below.
@@ -35,6 +36,7 @@ FAST = {
     LaplaceGPC: dict(optimize=False),
     VariationalBoundsGPC: dict(optimize=False),
     EPGPC: dict(optimize=False),
+    KLGPC: dict(optimize=False),
     VBProbitGPC: dict(optimize=False),
     GibbsProbitGPC: dict(n_samples=60, burn_in=40, n_evidence_samples=200),
     SparseIVM: dict(n_active=12, selection="predictive"),  # 12 of 45 points: the paper's rule, not the random default
@@ -43,6 +45,7 @@ LEARNING = {
     LaplaceGPC: dict(optimize=True, n_restarts=0),
     VariationalBoundsGPC: dict(optimize=True),
     EPGPC: dict(optimize=True, method="evidence"),
+    KLGPC: dict(optimize=True),
     VBProbitGPC: dict(optimize=True),
     GibbsProbitGPC: dict(
         optimize=True,
@@ -79,6 +82,7 @@ def test_the_package_exports_the_contract():
         "LaplaceGPC",
         "VariationalBoundsGPC",
         "EPGPC",
+        "KLGPC",
         "VBProbitGPC",
         "GibbsProbitGPC",
         "SparseIVM",

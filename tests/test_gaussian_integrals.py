@@ -155,6 +155,77 @@ def test_logistic_predict_dispatches_to_the_integrals(method, function):
     np.testing.assert_array_equal(LogisticLikelihood().predict(mean, var, method=method), function(mean, var))
 
 
+# --------------------------------------------------------------------------- expectations of a log link
+def _adaptive_expectation(g, mean, sd):
+    """E[g(z)], z ~ N(mean, sd²), by scipy's adaptive quadrature in u = (z − mean)/sd, split at the bend."""
+    if sd == 0.0:
+        return float(g(np.array(mean)))
+    bends = (0.0, -2.0, 2.0, -10.0, 10.0, -100.0, 100.0)  # where the links bend, and where log Φ's log term lives
+    points = sorted(p for p in ((b - mean) / sd for b in bends) if -12 < p < 12)
+    value, _ = integrate.quad(
+        lambda u: g(mean + sd * u) * np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi),
+        -12,
+        12,
+        points=points or None,
+        epsabs=1e-13,
+        epsrel=1e-12,
+        limit=2000,
+    )
+    return value
+
+
+@pytest.mark.parametrize("link", [LogisticLikelihood(), ProbitLikelihood()], ids=lambda link: link.name)
+def test_log_link_expectations_against_adaptive_quadrature(link):
+    functions = (link.log_link, lambda z: link.link_derivatives(z)[0], lambda z: link.link_derivatives(z)[1])
+    # the stated accuracy: 1e-9 up to s = 30; at s = 300 the panels beside the bend see log Φ's
+    # logarithmic term from close by, and the relative error of E[ℓ″] grows to about 1e-8
+    for sd, tolerance in ((0.0, 1e-9), (0.3, 1e-9), (1.0, 1e-9), (1.49, 1e-9), (1.51, 1e-9), (4.0, 1e-9),
+                          (30.0, 1e-9), (300.0, 1e-7)):  # fmt: skip
+        mean = np.linspace(-3 * sd - 8, 3 * sd + 8, 9)
+        values = gi.log_link_expectations(link, mean, sd**2)
+        for g, computed in zip(functions, values):
+            reference = np.array([_adaptive_expectation(g, m, sd) for m in mean])
+            np.testing.assert_allclose(computed, reference, rtol=tolerance, atol=tolerance, err_msg=f"sd = {sd}")
+
+
+@pytest.mark.parametrize("link", [LogisticLikelihood(), ProbitLikelihood()], ids=lambda link: link.name)
+def test_log_link_expectation_derivatives_are_those_of_the_expectation(link):
+    """Bonnet: ∂E[ℓ]/∂μ = E[ℓ′]; Price: ∂E[ℓ]/∂s² = ½E[ℓ″]; on both rules (s below and above the switch)."""
+    mean = np.array([-4.0, -0.5, 0.7, 3.0])
+    for var in (0.5, 25.0):
+        _, d1, d2 = gi.log_link_expectations(link, mean, var)
+        step = 1e-5
+        by_mean = (
+            gi.log_link_expectations(link, mean + step, var)[0] - gi.log_link_expectations(link, mean - step, var)[0]
+        ) / (2 * step)
+        by_var = (
+            gi.log_link_expectations(link, mean, var + step)[0] - gi.log_link_expectations(link, mean, var - step)[0]
+        ) / (2 * step)
+        np.testing.assert_allclose(by_mean, d1, atol=1e-8)
+        np.testing.assert_allclose(by_var, 0.5 * d2, atol=1e-8)
+
+
+def test_gauss_hermite_alone_fails_for_broad_gaussians():
+    """Why the panel rule exists: 64 Hermite nodes miss the bend of log σ once s is large."""
+    link = LogisticLikelihood()
+    reference = _adaptive_expectation(link.log_link, 3.0, 30.0)
+    hermite = gi.gauss_hermite_expectation(link.log_link, 3.0, 900.0, n_points=64)
+    assert abs(hermite - reference) > 1e-3
+    assert gi.log_link_expectations(link, 3.0, 900.0)[0] == pytest.approx(reference, abs=1e-10)
+
+
+def test_log_link_expectations_shapes_and_bad_input():
+    link = ProbitLikelihood()
+    values = gi.log_link_expectations(link, np.zeros((2, 3)), np.array([0.1, 5.0, 0.0]))
+    assert all(v.shape == (2, 3) for v in values)
+    with pytest.raises(ValueError, match="var must be non-negative"):
+        gi.log_link_expectations(link, 0.0, -1.0)
+    with pytest.raises(ValueError, match="finite"):
+        gi.log_link_expectations(link, np.nan, 1.0)
+    with pytest.raises(ValueError, match="log_link"):
+        gi.log_link_expectations(np.log, 0.0, 1.0)
+
+
 # --------------------------------------------------------------------------- softmax
 def test_softmax_is_stable_and_shift_invariant():
     F = np.array([[1000.0, 1000.0, 999.0], [-1000.0, 0.0, 0.0]])

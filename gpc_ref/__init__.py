@@ -20,6 +20,7 @@ from .classifiers import VariationalBoundsGPC
 from .classifiers import VBProbitGPC
 from .kernels import SEKernel
 from .validation import ConvergenceWarning
+from .validation import HyperparameterBoundWarning
 from .validation import NotFittedError
 
 try:
@@ -36,6 +37,7 @@ __all__ = [
     "SparseIVM",
     "SEKernel",
     "ConvergenceWarning",
+    "HyperparameterBoundWarning",
     "NotFittedError",
     "__version__",
 ]

@@ -282,24 +282,51 @@ EDGE_MEANINGS = {
 }
 
 
+def _kind(name):
+    """``"ARD log_lengthscale"``, ``"log_variance"``, ...: the key of :data:`EDGE_MEANINGS` for an entry's name."""
+    name = name.split(": ")[-1]  # without the "class c: " of a per-class kernel
+    return ("ARD " if "[" in name else "") + name.split("[")[0]
+
+
+def _natural(kind, value):
+    """`` (lengthscale 2.2e+04)`` for a log-parameter's value, else nothing."""
+    parameter = kind.removeprefix("ARD ")
+    return f" ({parameter.removeprefix('log_')} {np.exp(value):.3g})" if parameter.startswith("log_") else ""
+
+
+def _meaning(kind, edge):
+    meaning = EDGE_MEANINGS.get((kind, edge)) or EDGE_MEANINGS.get((kind.removeprefix("ARD "), edge))
+    return f": {meaning}" if meaning else ""
+
+
 def _edge_message(names, theta, bounds, at_bound):
     """The at-the-edge warning's text: the parameters on each edge, their values, and what the edge means."""
     groups = {}  # (kind, edge, edge value) -> names
     for j in np.flatnonzero(at_bound):
         low, high = bounds[j]
         edge, value = ("upper", high) if abs(theta[j] - high) <= abs(theta[j] - low) else ("lower", low)
-        kind = names[j].split(": ")[-1]  # without the "class c: " of a per-class kernel
-        kind = ("ARD " if "[" in kind else "") + kind.split("[")[0]
-        groups.setdefault((kind, edge, value), []).append(names[j])
-    clauses = []
-    for (kind, edge, value), members in groups.items():
-        text = f"{', '.join(members)} at the {edge} edge, {value:.4g}"
-        parameter = kind.removeprefix("ARD ").removeprefix("log_")
-        if parameter != kind.removeprefix("ARD "):  # a log-parameter: give its natural scale
-            text += f" ({parameter} {np.exp(value):.3g})"
-        meaning = EDGE_MEANINGS.get((kind, edge)) or EDGE_MEANINGS.get((kind.removeprefix("ARD "), edge))
-        clauses.append(text + (f": {meaning}" if meaning else ""))
+        groups.setdefault((_kind(names[j]), edge, value), []).append(names[j])
+    clauses = [
+        f"{', '.join(members)} at the {edge} edge, {value:.4g}{_natural(kind, value)}{_meaning(kind, edge)}"
+        for (kind, edge, value), members in groups.items()
+    ]
     return "; ".join(clauses)
+
+
+def _steepest_message(names, theta, projected, n_failed):
+    """Which entry the objective still rises along, where it heads, and whether evaluations failed on the way."""
+    j = int(np.argmax(np.abs(projected)))
+    kind, edge = _kind(names[j]), ("upper" if projected[j] > 0 else "lower")
+    text = (
+        f", for {names[j]} = {theta[j]:.4g}{_natural(kind, theta[j])}, which the objective would move further "
+        f"towards the {edge} edge{_meaning(kind, edge)}"
+    )
+    if n_failed:
+        text += (
+            f". {n_failed} evaluations on the way failed (the objective could not be computed there), so the "
+            "search stopped where it can still be computed"
+        )
+    return text
 
 
 def box(size: int, bounds: tuple[float, float]) -> np.ndarray:
@@ -654,7 +681,8 @@ def maximize(
     if warn and not converged:
         warnings.warn(
             f"{description}: not converged after {n_iter} L-BFGS-B iterations: the largest projected gradient "
-            f"component is {norm:.3g} (tolerance {tolerance:.3g}); raise max_iter or check the model",
+            f"component is {norm:.3g} (tolerance {tolerance:.3g})"
+            f"{_steepest_message(names, theta, projected, run.n_failed)}; raise max_iter or check the model",
             ConvergenceWarning,
             stacklevel=3,
         )

@@ -33,6 +33,7 @@ import warnings
 
 from common import blas_threading
 from common import unbalanced_multiclass
+from laplace import count_sklearn_evaluations
 
 from gpc_ref import LaplaceGPC
 from gpc_ref.kernels import SEKernel
@@ -52,29 +53,16 @@ def ours(X, codes, n_restarts):
 def sklearn(X, codes, n_restarts):
     """(seconds, evaluations summed over the one-vs-rest classifiers, sum of their log evidences)."""
     from sklearn.gaussian_process import GaussianProcessClassifier
-    from sklearn.gaussian_process import _gpc
     from sklearn.gaussian_process.kernels import RBF
     from sklearn.gaussian_process.kernels import ConstantKernel
 
-    binary = _gpc._BinaryGaussianProcessClassifierLaplace
-    original, calls = binary.log_marginal_likelihood, []
-
-    def counting(self, theta=None, eval_gradient=False, clone_kernel=True):
-        if theta is not None:  # the optimiser's evaluations (the final value is read without theta)
-            calls.append(1)
-        return original(self, theta, eval_gradient, clone_kernel)
-
-    binary.log_marginal_likelihood = counting
-    try:
+    with count_sklearn_evaluations() as calls, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's own convergence chatter
         start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # scikit-learn's own convergence chatter
-            model = GaussianProcessClassifier(
-                ConstantKernel(1.0) * RBF(1.0), n_restarts_optimizer=n_restarts, random_state=0
-            ).fit(X, codes)
+        model = GaussianProcessClassifier(
+            ConstantKernel(1.0) * RBF(1.0), n_restarts_optimizer=n_restarts, random_state=0
+        ).fit(X, codes)
         seconds = time.perf_counter() - start
-    finally:
-        binary.log_marginal_likelihood = original
     total = sum(e.log_marginal_likelihood_value_ for e in model.base_estimator_.estimators_)
     return seconds, len(calls), float(total)
 

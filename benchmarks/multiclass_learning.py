@@ -15,14 +15,16 @@ and lengthscale 1, by maximising their Laplace evidence without a hyperprior (ML
 
 Rows: R = 0 (one start each: "per start") and R = 3 (``LaplaceGPC``'s default number of restarts,
 given to scikit-learn too; its restarts are drawn uniformly on its log-box, ours around the start).
-Columns: seconds of the whole ``fit``, evidence evaluations (ours: softmax evaluations, each over all
+Columns: CPU seconds of the whole ``fit``, evidence evaluations (ours: softmax evaluations, each over all
 C classes; scikit-learn's: binary evaluations summed over its C classifiers), seconds per evaluation,
 the ratio of the fit times, and each learner's final objective: our softmax log evidence and the sum of
 scikit-learn's C binary log evidences (different models: the two numbers are not comparable with each
 other, only with themselves across rows). Targets (issue 19): per start ≤ 1.5×, with restarts ≤ 3×.
 
-Timings are single runs of each fit, interleaved so that the two sides of a ratio see the same load:
-the machine these tables are made on is shared, so read the ratios, not the seconds.
+Times are CPU seconds of this process (``time.process_time``; one BLAS thread, so that is the work
+done), single runs, the two fits of a row one after the other. On the shared machine these tables
+were made on, wall-clock times of the same fit varied up to fivefold with the other work; CPU times
+much less. Read the ratios, not the seconds.
 """
 
 from __future__ import annotations
@@ -40,29 +42,29 @@ from gpc_ref.kernels import SEKernel
 
 
 def ours(X, codes, n_restarts):
-    """(seconds, evaluations, softmax log evidence, converged) of our ML-II fit."""
-    start = time.perf_counter()
+    """(CPU seconds, evaluations, softmax log evidence, converged) of our ML-II fit."""
+    start = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an edge-of-box warning would not change the timing
         model = LaplaceGPC(kernel=SEKernel(), prior=None, n_restarts=n_restarts, rng=0).fit(X, codes)
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     search = model.hyperparameter_fit_.optimization
     return seconds, search.n_evaluations, model.log_marginal_likelihood_, model.hyperparameter_fit_.converged
 
 
 def sklearn(X, codes, n_restarts):
-    """(seconds, evaluations summed over the one-vs-rest classifiers, sum of their log evidences)."""
+    """(CPU seconds, evaluations summed over the one-vs-rest classifiers, sum of their log evidences)."""
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF
     from sklearn.gaussian_process.kernels import ConstantKernel
 
     with count_sklearn_evaluations() as calls, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scikit-learn's own convergence chatter
-        start = time.perf_counter()
+        start = time.process_time()
         model = GaussianProcessClassifier(
             ConstantKernel(1.0) * RBF(1.0), n_restarts_optimizer=n_restarts, random_state=0
         ).fit(X, codes)
-        seconds = time.perf_counter() - start
+        seconds = time.process_time() - start
     total = sum(e.log_marginal_likelihood_value_ for e in model.base_estimator_.estimators_)
     return seconds, len(calls), float(total)
 
@@ -70,7 +72,8 @@ def sklearn(X, codes, n_restarts):
 def main(sizes=(300, 1000)):
     print(blas_threading())
     print("Softmax Laplace ML-II (gpc_ref.LaplaceGPC, prior=None) against scikit-learn's one-vs-rest Laplace")
-    print("on unbalanced_multiclass(n): 4 classes, 6 inputs; isotropic SE kernel from variance 1, lengthscale 1")
+    print("on unbalanced_multiclass(n): 4 classes, 6 inputs; isotropic SE kernel from variance 1, lengthscale 1;")
+    print("times in CPU seconds of this process (time.process_time), each fit run once")
     print(
         f"{'n':>5} {'starts':>6} | {'ours s':>8} {'evals':>5} {'s/eval':>7} {'log q':>9} {'conv':>5} | "
         f"{'skl s':>8} {'evals':>5} {'s/eval':>7} {'sum logZ':>9} | {'ratio':>5}"

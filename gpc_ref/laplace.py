@@ -555,8 +555,10 @@ def maximize_laplace_evidence(
     The search of :func:`map_hyperparameters` and of
     :func:`gpc_ref.laplace_multiclass.softmax_laplace_optimize`. Each evaluation warm-starts Newton
     from the previous evaluation's mode (cleared before every start; W&B restarted from f = 0: the
-    mode is the same, reached in fewer steps), with Newton's non-convergence warnings silenced. An evidence from a mode that did not
-    converge would be wrong, so such an evaluation counts as failed and the maximiser rejects its step.
+    mode is the same, reached in fewer steps), with Newton's non-convergence warnings silenced. The
+    search is :func:`maximize`'s ``careful`` one (a scaled first step, no polishing of rounding noise).
+    An evidence from a mode that did not converge would be wrong, so such an evaluation counts as
+    failed and the maximiser rejects its step.
 
     Parameters
     ----------
@@ -604,7 +606,7 @@ def maximize_laplace_evidence(
     def reset():
         state["f"] = None
 
-    fit = maximize(objective, theta0, reset=reset, description=description, **search)
+    fit = maximize(objective, theta0, reset=reset, description=description, careful=True, **search)
     if state["best"] is not None and np.array_equal(state["best"][0], fit.theta):
         evidence = state["best"][2]  # the search's evaluation at its optimum: no need to repeat it
     else:

@@ -173,15 +173,17 @@ def test_the_first_step_moves_no_parameter_by_more_than_one():
         return objective(theta)
 
     with pytest.warns(HyperparameterBoundWarning):
-        fit = maximize(recorded, np.zeros(2), bounds=(-10.0, 10.0))
+        fit = maximize(recorded, np.zeros(2), bounds=(-10.0, 10.0), careful=True)
     assert np.max(np.abs(evaluated[1] - evaluated[0])) == pytest.approx(1.0)
     np.testing.assert_allclose(fit.theta, [10.0, 2.0], atol=1e-6)
     assert fit.n_evaluations == len(evaluated)  # the start is evaluated once
 
 
 def test_lbfgsb_stops_once_the_gradient_is_far_below_the_tolerance():
-    fit = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500)
+    fit = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500, careful=True)
     assert "StopIteration" in fit.message  # stopped by the POLISH test, not by L-BFGS-B's own
+    plain = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500)
+    assert "StopIteration" not in plain.message  # careful=False: L-BFGS-B as it is
     _, value, gradient = fit.theta, fit.value, fit.gradient
     assert np.max(np.abs(gradient)) <= 1e-5 * max(1.0, abs(value))
     assert 0 < POLISH < 1

@@ -18,13 +18,24 @@ For n = 500, 1000, 2000 random 5-D inputs with noisy labels and a fixed SE kerne
   factorisation of B per iteration plus O(n²) work, and the search factorises n_iter + 1 times
   (the last at the mode, for the evidence), so the unit ratio should be a little above 1.
 
+Then the learning table (issue 19): binary Laplace ML-II, ``LaplaceGPC(kernel=SEKernel(), prior=None,
+n_restarts=0)``, against scikit-learn's ``GaussianProcessClassifier(ConstantKernel(1) * RBF(1))``, the
+same model (isotropic SE kernel, logistic likelihood, no hyperprior) from the same start (variance 1,
+lengthscale 1), each with one L-BFGS-B run, on the same ``make_problem(n)`` data for n = 300, 1000,
+2000: CPU seconds of the whole fit (``time.process_time``, one BLAS thread: the work done, which the
+load of other processes inflates far less than wall-clock time), evidence evaluations, CPU seconds per
+evaluation, the ratios, and the log evidence each reached. The two fits of a row run one after the other.
+Then the family tables (``common.family_table``).
+
 On a shared, loaded machine the timings fluctuate; rerun before drawing conclusions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import time
 import warnings
 
 import numpy as np
@@ -59,7 +70,70 @@ def main(sizes=(500, 1000, 2000)):
     print(header)
     for n in sizes:
         print(table_row(n, GaussianProcessClassifier, ConstantKernel(4.0, "fixed") * RBF(2.0, "fixed")), flush=True)
+    learning_table()
     families()
+
+
+@contextlib.contextmanager
+def count_sklearn_evaluations():
+    """Count the evidence evaluations of scikit-learn's binary Laplace classifiers (one-vs-rest ones too).
+
+    Yields a list that gets one entry per call of ``log_marginal_likelihood`` with a ``theta``, which is
+    how its optimiser evaluates (the final value is read without one).
+    """
+    from sklearn.gaussian_process import _gpc
+
+    binary = _gpc._BinaryGaussianProcessClassifierLaplace
+    original, calls = binary.log_marginal_likelihood, []
+
+    def counting(self, theta=None, eval_gradient=False, clone_kernel=True):
+        if theta is not None:
+            calls.append(1)
+        return original(self, theta, eval_gradient, clone_kernel)
+
+    binary.log_marginal_likelihood = counting
+    try:
+        yield calls
+    finally:
+        binary.log_marginal_likelihood = original
+
+
+def learning_table(sizes=(300, 1000, 2000)):
+    """Binary ML-II, ours against scikit-learn's: evaluations, seconds per evaluation and in total."""
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import RBF
+    from sklearn.gaussian_process.kernels import ConstantKernel
+
+    from gpc_ref import LaplaceGPC
+
+    print(
+        "\nBinary Laplace ML-II (LaplaceGPC, prior=None, one start) against scikit-learn's (one start), make_problem(n);"
+    )
+    print("times in CPU seconds of this process (time.process_time), each fit run once")
+    print(
+        f"{'n':>5} | {'ours s':>8} {'evals':>5} {'s/eval':>7} {'log q':>9} | {'skl s':>8} {'evals':>5} {'s/eval':>7} "
+        f"{'log q':>9} | {'total ratio':>11} {'per-eval ratio':>14}"
+    )
+    for n in sizes:
+        X, y = make_problem(n)
+        start = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an edge-of-box warning would not change the timing
+            ours = LaplaceGPC(kernel=SEKernel(), prior=None, n_restarts=0).fit(X, y)
+        t_ours = time.process_time() - start
+        e_ours = ours.hyperparameter_fit_.optimization.n_evaluations
+        with count_sklearn_evaluations() as calls, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scikit-learn's own convergence chatter
+            start = time.process_time()
+            skl = GaussianProcessClassifier(ConstantKernel(1.0) * RBF(1.0)).fit(X, y)
+            t_skl = time.process_time() - start
+        e_skl = len(calls)
+        print(
+            f"{n:>5} | {t_ours:>8.2f} {e_ours:>5} {t_ours / e_ours:>7.3f} {ours.log_marginal_likelihood_:>9.2f} | "
+            f"{t_skl:>8.2f} {e_skl:>5} {t_skl / e_skl:>7.3f} {skl.log_marginal_likelihood_value_:>9.2f} | "
+            f"{t_ours / t_skl:>11.2f} {(t_ours / e_ours) / (t_skl / e_skl):>14.2f}",
+            flush=True,
+        )
 
 
 def table_row(n, GaussianProcessClassifier, sk_kernel):
@@ -133,4 +207,10 @@ def families():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] == ["--learning"]:  # only the learning table
+        print(blas_threading())
+        learning_table()
+    else:
+        main()

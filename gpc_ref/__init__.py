@@ -21,6 +21,7 @@ from .classifiers import VariationalBoundsGPC
 from .classifiers import VBProbitGPC
 from .kernels import SEKernel
 from .validation import ConvergenceWarning
+from .validation import HyperparameterBoundWarning
 from .validation import NotFittedError
 
 try:
@@ -38,6 +39,7 @@ __all__ = [
     "SparseIVM",
     "SEKernel",
     "ConvergenceWarning",
+    "HyperparameterBoundWarning",
     "NotFittedError",
     "__version__",
 ]

@@ -36,8 +36,19 @@ log-parameter          interval          why
 =====================  ================  =====================================================
 
 wide enough for every optimum in the book and narrow enough that no covariance overflows. An
-optimum on the box's edge is reported in ``at_bound`` (e.g. separable data without a prior drive
-the signal variance to infinity). Entries that are not learnt keep their values, in or out of the box.
+optimum on the box's edge is reported in ``at_bound`` and by a
+:class:`~gpc_ref.validation.HyperparameterBoundWarning` that names the parameter, its value and
+the edge, and says what the edge means (:data:`EDGE_MEANINGS`): the objective does not fall beyond
+the edge, so the value learnt is the box's. Two edges are common and mean something definite. An
+ARD lengthscale at the upper edge (2.2e4 input units, for standardised inputs) switches its input
+off: the covariance no longer varies along it, and the evidence prefers the model without it (W&B's
+"irrelevant input"). A signal variance at the upper edge means that the latent function can grow
+without limit, which happens when the classes are (nearly) separable in the model; a hyperprior
+holds it only if it penalises large variances more than the evidence rewards them (W&B's,
+``prior="wb"``, may not: the multi-class Laplace chapter measures a case). Often the search stops
+before the edge, where the Laplace mode can no longer be computed, unconverged; the
+:class:`~gpc_ref.validation.ConvergenceWarning` then names the parameter still rising and what its
+edge means. Entries that are not learnt keep their values, in or out of the box.
 
 Convergence
 -----------
@@ -46,8 +57,14 @@ flat stretch, a failed line search). :func:`maximize` therefore checks the proje
 itself: the result is ``converged`` only if
 :math:`\|P(g)\|_\infty \le \text{tol}\cdot\max(1, |f|)`. When L-BFGS-B stops early it is restarted
 from its last point (fresh curvature memory) until the test passes or ``max_iter`` iterations
-are spent; otherwise a :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count
-and the gradient norm.
+are spent; otherwise a :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count,
+the gradient norm, the parameter the objective would still move (with what its edge of the box
+means) and how many evaluations failed on the way. With ``careful=True`` (the Laplace searches) two
+details keep the evaluations few: L-BFGS-B minimises the objective divided by its largest gradient
+component at the start, so that its first step, which is the gradient itself, moves no log-parameter
+by more than one (unscaled, a gradient of 150 sends it to a corner of the box); and it is stopped
+once the projected gradient is ``POLISH``
+(a tenth) of the tolerance, instead of spending evaluations on the rounding of the objective.
 
 Failed evaluations
 ------------------
@@ -81,6 +98,7 @@ from .kernels import SEKernel
 from .progress import with_progress
 from .threads import limited_blas_threads
 from .validation import ConvergenceWarning
+from .validation import HyperparameterBoundWarning
 from .validation import check_kernel
 from .validation import check_positive
 from .validation import check_positive_int
@@ -90,6 +108,8 @@ from .validation import check_vector
 __all__ = [
     "LOG_PARAMETER_BOUNDS",
     "theta_box",
+    "theta_names",
+    "EDGE_MEANINGS",
     "wb_scale",
     "gaussian_log_prior",
     "log_hyperprior",
@@ -231,6 +251,94 @@ def theta_box(kernel: SEKernel | Sequence[SEKernel]) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
+def theta_names(kernel: SEKernel | Sequence[SEKernel]) -> list[str]:
+    """The names of the entries of :func:`theta_box`'s box: ``kernel.theta_names``, or for a sequence of
+    kernels (one per class) the concatenation, each prefixed with ``"class c: "``.
+
+    Parameters
+    ----------
+    kernel : SEKernel or sequence of SEKernel
+
+    Returns
+    -------
+    list of str
+    """
+    if isinstance(kernel, (list, tuple)):
+        return [f"class {c}: {name}" for c, k in enumerate(kernel) for name in check_kernel(k).theta_names]
+    return list(check_kernel(kernel).theta_names)
+
+
+#: What an optimum on each edge of the box means, by the kind of log-parameter and the edge
+#: (used by :func:`maximize`'s :class:`~gpc_ref.validation.HyperparameterBoundWarning`).
+EDGE_MEANINGS = {
+    ("ARD log_lengthscale", "upper"): (
+        "an ARD lengthscale at the upper edge switches its input off: the covariance no longer varies along "
+        "that input, and the evidence prefers the model without it"
+    ),
+    ("log_lengthscale", "upper"): "the kernel is nearly constant over the data",
+    ("log_lengthscale", "lower"): (
+        "the lengthscale is shorter than the spacing of the inputs: the kernel is nearly white noise"
+    ),
+    ("log_variance", "upper"): (
+        "the latent scale grows without limit, as it does where the classes are (nearly) separable in the "
+        "model; only a prior that penalises large variances more than the evidence rewards them holds it "
+        "(W&B's, prior='wb', may not)"
+    ),
+    ("log_variance", "lower"): "the latent function is switched off (the constant classifier)",
+    ("log_bias", "upper"): "the bias variance grows without limit",
+    ("log_bias", "lower"): "the bias term is switched off",
+    ("log_jitter", "upper"): "the latent noise grows without limit",
+    ("log_jitter", "lower"): "the latent noise is switched off",
+}
+
+
+def _kind(name):
+    """``"ARD log_lengthscale"``, ``"log_variance"``, ...: the key of :data:`EDGE_MEANINGS` for an entry's name."""
+    name = name.split(": ")[-1]  # without the "class c: " of a per-class kernel
+    return ("ARD " if "[" in name else "") + name.split("[")[0]
+
+
+def _natural(kind, value):
+    """`` (lengthscale 2.2e+04)`` for a log-parameter's value, else nothing."""
+    parameter = kind.removeprefix("ARD ")
+    return f" ({parameter.removeprefix('log_')} {np.exp(value):.3g})" if parameter.startswith("log_") else ""
+
+
+def _meaning(kind, edge):
+    meaning = EDGE_MEANINGS.get((kind, edge)) or EDGE_MEANINGS.get((kind.removeprefix("ARD "), edge))
+    return f": {meaning}" if meaning else ""
+
+
+def _edge_message(names, theta, bounds, at_bound):
+    """The at-the-edge warning's text: the parameters on each edge, their values, and what the edge means."""
+    groups = {}  # (kind, edge, edge value) -> names
+    for j in np.flatnonzero(at_bound):
+        low, high = bounds[j]
+        edge, value = ("upper", high) if abs(theta[j] - high) <= abs(theta[j] - low) else ("lower", low)
+        groups.setdefault((_kind(names[j]), edge, value), []).append(names[j])
+    clauses = [
+        f"{', '.join(members)} at the {edge} edge, {value:.4g}{_natural(kind, value)}{_meaning(kind, edge)}"
+        for (kind, edge, value), members in groups.items()
+    ]
+    return "; ".join(clauses)
+
+
+def _steepest_message(names, theta, projected, n_failed):
+    """Which entry the objective still rises along, where it heads, and whether evaluations failed on the way."""
+    j = int(np.argmax(np.abs(projected)))
+    kind, edge = _kind(names[j]), ("upper" if projected[j] > 0 else "lower")
+    text = (
+        f", for {names[j]} = {theta[j]:.4g}{_natural(kind, theta[j])}, which the objective would move further "
+        f"towards the {edge} edge{_meaning(kind, edge)}"
+    )
+    if n_failed:
+        text += (
+            f". {n_failed} evaluations on the way failed (the objective could not be computed there), so the "
+            "search stopped where it can still be computed"
+        )
+    return text
+
+
 def box(size: int, bounds: tuple[float, float]) -> np.ndarray:
     """The interval ``bounds`` repeated for ``size`` parameters, as an array (size, 2).
 
@@ -335,6 +443,8 @@ class _Run:
         self.best = None  # (theta, value, gradient) of the best evaluation
         self.n_evaluations = 0
         self.n_failed = 0
+        self.scale = 1.0  # L-BFGS-B minimises −objective / scale (see _run_from)
+        self.cache = None  # (x, result) of the evaluation at the start, which L-BFGS-B asks for again
 
     def full(self, x):
         theta = self.template.copy()
@@ -360,7 +470,10 @@ class _Run:
     def negative(self, x):
         """What L-BFGS-B minimises: −objective, or a wall around the last good point where that fails."""
         theta = self.full(x)
-        result = self.evaluate(theta)
+        if self.cache is not None and np.array_equal(self.cache[0], x):
+            result, self.cache = self.cache[1], None
+        else:
+            result = self.evaluate(theta)
         if result is None:
             self.n_failed += 1
             if self.good is None:
@@ -370,20 +483,50 @@ class _Run:
             wall = 1e3 * max(1.0, abs(good_value))
             # a step into a region where the model cannot be computed is rejected: the value rises
             # steeply away from the last good point, so the line search shrinks the step
-            return -good_value + 1.0 + wall * float(d @ d), 2.0 * wall * d
+            return (-good_value + 1.0 + wall * float(d @ d)) / self.scale, 2.0 * wall * d / self.scale
         value, gradient = result
         self.good = (theta, value, gradient)
         if self.best is None or value > self.best[1]:
             self.best = self.good
-        return -value, -gradient[self.free]
+        return -value / self.scale, -gradient[self.free] / self.scale
 
 
-def _run_from(objective, start, bounds, free, max_iter, tol):
+#: L-BFGS-B is stopped once the projected gradient is this fraction of the convergence tolerance
+POLISH = 0.1
+
+
+def _run_from(objective, start, bounds, free, max_iter, tol, careful):
     """L-BFGS-B from ``start``, rerun from its last point while the gradient test fails."""
     run = _Run(objective, start, free)
     x = start[free]
+    first = run.evaluate(start)
+    if first is None:
+        raise _StartFailed(f"the objective cannot be evaluated at the starting point {start}")
+    run.cache = (x.copy(), first)  # L-BFGS-B's first call asks for it again
+    # L-BFGS-B's first step is the gradient itself (its curvature memory starts as the identity): a
+    # gradient of 150 would send it to a corner of the box, far from where the optimum is, at the price
+    # of evaluations to come back. It minimises −objective / scale, with scale the largest gradient
+    # component at the start, so that its first step moves no log-parameter by more than one.
+    if careful:
+        run.scale = max(1.0, float(np.max(np.abs(first[1][free])))) if free.any() else 1.0
     n_iter, n_calls, message = 0, 0, ""
     previous = -np.inf
+
+    def polished(intermediate_result):
+        # L-BFGS-B's own tests are set so tight (ftol 1e-13) that it never stops before the gradient
+        # test passes; left alone, it then spends evaluations on changes of the objective in its last
+        # digits. It is stopped when the projected gradient at its iterate (the last point evaluated, or
+        # else the best) is POLISH times the tolerance: what is left to gain, about g²/(2 curvature), is then
+        # below the objective's own noise (a softmax Laplace evidence at n = 1000 varies by 1e-7 between
+        # evaluations at the same point, each with its own Newton run), where L-BFGS-B's line searches
+        # only chase that noise.
+        theta, value, gradient = run.good
+        if not np.array_equal(theta[free], intermediate_result.x):
+            theta, value, gradient = run.best
+        projected, _ = _projected_gradient(theta, gradient, bounds, free)
+        if careful and projected.size and np.max(np.abs(projected)) <= POLISH * tol * max(1.0, abs(value)):
+            raise StopIteration
+
     while True:
         result = optimize.minimize(
             run.negative,
@@ -391,6 +534,7 @@ def _run_from(objective, start, bounds, free, max_iter, tol):
             jac=True,
             method="L-BFGS-B",
             bounds=bounds[free],
+            callback=polished,
             options={"maxiter": max(1, max_iter - n_iter), "ftol": 1e-13, "gtol": 1e-12, "maxcor": 20},
         )
         n_iter += int(result.nit)
@@ -431,6 +575,8 @@ def maximize(
     progress: bool = False,
     description: str = "maximize",
     warn: bool = True,
+    names: Sequence[str] | None = None,
+    careful: bool = False,
 ) -> HyperparameterFit:
     r"""Maximise ``objective(theta) -> (value, gradient)`` over a box by L-BFGS-B, with restarts.
 
@@ -470,7 +616,22 @@ def maximize(
         Names the method in the progress bar and in warnings.
     warn : bool
         Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the best start has not
-        converged (``False`` for deliberately partial maximisations such as EM's M-step).
+        converged, and a :class:`~gpc_ref.validation.HyperparameterBoundWarning` if a learnt entry
+        ended on the edge of the box (``False`` for deliberately partial maximisations such as EM's
+        M-step).
+    careful : bool
+        Scale L-BFGS-B's first step to move no log-parameter by more than one, and stop it once the
+        projected gradient is ``POLISH`` times the tolerance (see the module docstring). The Laplace
+        searches use it (:func:`gpc_ref.laplace.maximize_laplace_evidence`); it changes the path of a
+        search, and so possibly the local optimum a restart reaches, which is why the other learners,
+        whose chapters were measured with the plain L-BFGS-B, do not yet.
+    names : sequence of str, optional
+        The entries' names for that warning: ``kernel.theta_names`` or :func:`theta_names` (default
+        ``theta[j]``). Names of kernel log-parameters (``log_lengthscale[3]``, ``log_variance``, ...)
+        also give the parameter's value on its natural scale and what the edge means
+        (:data:`EDGE_MEANINGS`): an ARD lengthscale at the upper edge means that its input is
+        switched off, a signal variance at the upper edge that the latent scale is unbounded
+        (separable classes, no hyperprior).
 
     Returns
     -------
@@ -493,6 +654,9 @@ def maximize(
                 f"got shape {bounds.shape}"
             )
     free = np.ones(size, dtype=bool) if free is None else np.asarray(free, dtype=bool).reshape(size)
+    names = [f"theta[{j}]" for j in range(size)] if names is None else [str(name) for name in names]
+    if len(names) != size:
+        raise ValueError(f"names must name the {size} entries of theta0; got {len(names)} names")
     n_restarts = check_positive_int(n_restarts, "n_restarts", minimum=0)
     max_iter = check_positive_int(max_iter, "max_iter")
     tol = float(check_positive(tol, "tol"))
@@ -514,7 +678,7 @@ def maximize(
         if reset is not None:
             reset()
         try:
-            run, n_iter, message = _run_from(objective, start, bounds, free, max_iter, tol)
+            run, n_iter, message = _run_from(objective, start, bounds, free, max_iter, tol, careful)
         except _StartFailed:
             values.append(-np.inf)  # a start where the model cannot be computed at all
             continue
@@ -537,9 +701,18 @@ def maximize(
     if warn and not converged:
         warnings.warn(
             f"{description}: not converged after {n_iter} L-BFGS-B iterations: the largest projected gradient "
-            f"component is {norm:.3g} (tolerance {tolerance:.3g}); raise max_iter or check the model",
+            f"component is {norm:.3g} (tolerance {tolerance:.3g})"
+            f"{_steepest_message(names, theta, projected, run.n_failed)}; "
+            + ("check the model" if run.n_failed else "raise max_iter or check the model"),
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,
+        )
+    if warn and at_bound.any():
+        warnings.warn(
+            f"{description}: the optimum is on the edge of the hyperparameter box (the objective does not fall "
+            f"beyond it, so the value learnt is the box's): {_edge_message(names, theta, bounds, at_bound)}",
+            HyperparameterBoundWarning,
+            stacklevel=3,
         )
     return HyperparameterFit(
         theta=theta.copy(),

@@ -554,10 +554,11 @@ def maximize_laplace_evidence(
 
     The search of :func:`map_hyperparameters` and of
     :func:`gpc_ref.laplace_multiclass.softmax_laplace_optimize`. Each evaluation warm-starts Newton
-    from the previous mode (cleared before every start; W&B restarted from f = 0: the optimum is the
-    same, only faster), with Newton's non-convergence warnings silenced. An evidence from a mode
-    that did not converge would be wrong, so such an evaluation counts as failed and the maximiser
-    rejects its step.
+    from the previous evaluation's mode (cleared before every start; W&B restarted from f = 0: the
+    mode is the same, reached in fewer steps), with Newton's non-convergence warnings silenced. The
+    search is :func:`maximize`'s ``careful`` one (a scaled first step, no polishing of rounding noise).
+    An evidence from a mode that did not converge would be wrong, so such an evaluation counts as
+    failed and the maximiser rejects its step.
 
     Parameters
     ----------
@@ -578,30 +579,39 @@ def maximize_laplace_evidence(
     fit : HyperparameterFit
         The search.
     evidence : LaplaceEvidence or SoftmaxLaplaceEvidence
-        The evidence at ``fit.theta``, recomputed from f = 0 with the warnings on.
+        The evidence at ``fit.theta``: the search's own evaluation there (a converged mode), or, if
+        the search did not evaluate that point, a new one from f = 0 with the warnings on.
     log_prior : float
         The log prior at ``fit.theta`` (0 without a prior).
     """
-    warm = {"f": None}
+    # f: the previous evaluation's mode (the warm start); best: (theta, value, evidence) of the best one
+    state = {"f": None, "best": None}
 
     def objective(theta):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            evidence = evidence_at(theta, warm["f"])
+            evidence = evidence_at(theta, state["f"])
         if not evidence.mode.converged:
             # an evidence from an unconverged mode would be wrong: the maximiser rejects the step
             raise np.linalg.LinAlgError(f"{description}: the Laplace mode did not converge at these hyperparameters")
-        warm["f"] = evidence.mode.f
-        if log_prior is None:
-            return evidence.log_evidence, evidence.gradient
-        prior_value, prior_gradient = log_prior(theta)
-        return evidence.log_evidence + prior_value, evidence.gradient + np.asarray(prior_gradient, dtype=float)
+        state["f"] = evidence.mode.f
+        value, gradient = evidence.log_evidence, evidence.gradient
+        if log_prior is not None:
+            prior_value, prior_gradient = log_prior(theta)
+            value, gradient = value + prior_value, gradient + np.asarray(prior_gradient, dtype=float)
+        if state["best"] is None or value > state["best"][1]:
+            state["best"] = (np.array(theta, dtype=float), value, evidence)
+        return value, gradient
 
     def reset():
-        warm["f"] = None
+        state["f"] = None
 
-    fit = maximize(objective, theta0, reset=reset, description=description, **search)
-    return fit, evidence_at(fit.theta, None), (0.0 if log_prior is None else log_prior(fit.theta)[0])
+    fit = maximize(objective, theta0, reset=reset, description=description, careful=True, **search)
+    if state["best"] is not None and np.array_equal(state["best"][0], fit.theta):
+        evidence = state["best"][2]  # the search's evaluation at its optimum: no need to repeat it
+    else:
+        evidence = evidence_at(fit.theta, None)
+    return fit, evidence, (0.0 if log_prior is None else log_prior(fit.theta)[0])
 
 
 def map_hyperparameters(
@@ -635,8 +645,8 @@ def map_hyperparameters(
     the hyperprior; converged only when its projected gradient is small.
 
     Each evaluation is one of :func:`maximize_laplace_evidence`: Newton warm-started from the
-    previous mode, its non-convergence warnings silenced during the search; the final point is
-    re-evaluated with them on.
+    previous mode, its non-convergence warnings silenced during the search (an evaluation whose mode
+    did not converge is rejected).
 
     Parameters
     ----------
@@ -695,6 +705,7 @@ def map_hyperparameters(
         log_prior=None if prior is None else hyperprior,
         description="map_hyperparameters",
         bounds=theta_box(kernel),
+        names=kernel.theta_names,
         free=free,
         n_restarts=n_random,
         rng=rng,

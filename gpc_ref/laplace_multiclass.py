@@ -43,12 +43,14 @@ from dataclasses import field
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.linalg import lapack
 
 from .gaussian_integrals import log_sum_exp
 from .gaussian_integrals import softmax
 from .gaussian_integrals import softmax_gaussian_expectation
 from .hyperparameters import HyperparameterFit
 from .hyperparameters import theta_box
+from .hyperparameters import theta_names
 from .kernels import SEKernel
 from .kernels import class_kernels
 from .kernels import stack_theta
@@ -224,11 +226,17 @@ def _softmax_factors(K, pi):
     for c in range(n_classes):
         sqrt_d = np.sqrt(pi[:, c])
         # GPML Alg. 3.3 line 5: L = chol(I + D_c^½ K_c D_c^½)
-        B = np.eye(n) + sqrt_d[:, None] * K[c] * sqrt_d[None, :]
+        B = sqrt_d[:, None] * K[c]
+        B *= sqrt_d[None, :]
+        B[np.diag_indices(n)] += 1.0
         L[c] = cholesky(B, name=f"B_{c} = I + D^1/2 K D^1/2").L
-        # GPML Alg. 3.3 line 6: E_c = D_c^½ Lᵀ\(L\D_c^½) = VᵀV with V = L\D_c^½
-        V = solve_lower(L[c], np.diag(sqrt_d))
-        E[c] = V.T @ V
+        # GPML Alg. 3.3 line 6: E_c = D_c^½ Lᵀ\(L\D_c^½) = D_c^½ B_c⁻¹ D_c^½. B_c⁻¹ from the factor by
+        # LAPACK's potri, which uses the triangular structure of L⁻¹ that the two solves of line 6 ignore
+        # (a third of their work; the same numbers)
+        lower = lapack.dpotri(L[c], lower=1)[0]  # B_c⁻¹ below the diagonal, L's zeros above it
+        B_inverse = lower + lower.T
+        B_inverse[np.diag_indices(n)] *= 0.5
+        E[c] = sqrt_d[:, None] * B_inverse * sqrt_d[None, :]
         # ½ log|B_c| (GPML Alg. 3.3 line 7: z_c = Σ_i log L_ii)
         half_log_det += np.sum(np.log(np.diag(L[c])))
     # GPML Alg. 3.3 line 8: M = chol(Σ_c E_c)
@@ -302,6 +310,10 @@ def _newton_step(K, Y, F):
     return F_new, a
 
 
+#: Newton stops, unconverged, after this many damped steps in a row (see softmax_laplace_mode)
+MAX_DAMPED_STEPS = 10
+
+
 @limited_blas_threads
 def softmax_laplace_mode(
     K: ArrayLike, Y: ArrayLike, *, f_init: ArrayLike | None = None, tol: float = 1e-10, max_iter: int = 100
@@ -311,6 +323,9 @@ def softmax_laplace_mode(
     Newton's method (W&B 1998 App. C) in the O(C n³) form of GPML Algorithm 3.3, with step
     halving whenever a full step would decrease :math:`\\Psi` (the objective is concave, so a
     full Newton step almost always succeeds; the halving only guards extreme hyperparameters).
+    Where no halved step raises :math:`\\Psi`, or :data:`MAX_DAMPED_STEPS` steps in a row had to be
+    halved, the Newton direction is spoilt by rounding (a covariance with eigenvalues of 1e8 and more)
+    and Newton stops, unconverged, instead of crawling on to ``max_iter``.
 
     Parameters
     ----------
@@ -362,18 +377,19 @@ def softmax_laplace_mode(
         if F.shape != (n, n_classes):
             raise ValueError(f"f_init must have shape {(n, n_classes)} like Y; got {F.shape}")
         a, psi = None, -np.inf
-    converged, change, gradient_norm = False, np.inf, np.inf
+    converged, change, gradient_norm, n_damped = False, np.inf, np.inf, 0
     for n_iter in range(1, max_iter + 1):
-        F_new, a_new = _newton_step(K, Y, F)
-        psi_new = _psi(a_new, F_new, Y)
+        F_full, a_full = _newton_step(K, Y, F)
+        F_new, a_new, psi_new = F_full, a_full, _psi(a_full, F_full, Y)
         # damped Newton: halve the step while Ψ decreases (f and a move together since f = K a)
-        step = 1.0
-        while a is not None and psi_new < psi - 1e-12 * max(1.0, abs(psi)) and step > 1e-10:
+        step, stalled = 1.0, False
+        while a is not None and psi_new < psi - 1e-12 * max(1.0, abs(psi)):
             step /= 2.0
-            F_try, a_try = F + step * (F_new - F), a + step * (a_new - a)
-            psi_try = _psi(a_try, F_try, Y)
-            if psi_try >= psi or step <= 1e-10:
-                F_new, a_new, psi_new = F_try, a_try, psi_try
+            if step < 1e-10:  # no step along the Newton direction raises Ψ: rounding, or a broken step
+                F_new, a_new, psi_new, stalled = F, a, psi, True
+                break
+            F_new, a_new = F + step * (F_full - F), a + step * (a_full - a)
+            psi_new = _psi(a_new, F_new, Y)
         change = abs(psi_new - psi)
         F, a, psi = F_new, a_new, psi_new
         # ∇Ψ = t − π − K⁻¹f, with K⁻¹f = a (W&B 1998 App. C)
@@ -381,11 +397,21 @@ def softmax_laplace_mode(
         if change <= tol * max(1.0, abs(psi)) and gradient_norm <= np.sqrt(tol):
             converged = True
             break
+        # near the mode Newton's full step succeeds; where step after step has to be damped, the direction
+        # is spoilt by rounding (K with eigenvalues ~1e8 and more) and further iterations only crawl
+        n_damped = n_damped + 1 if step < 1.0 else 0
+        if stalled or n_damped >= MAX_DAMPED_STEPS:
+            break  # report, do not loop
     if not converged:
+        advice = "increase max_iter or check the hyperparameters"
+        if stalled or n_damped >= MAX_DAMPED_STEPS:
+            advice = (
+                "the Newton steps had to be damped, step after step: rounding spoils the Newton direction at "
+                "these hyperparameters (a very large signal variance or lengthscale?)"
+            )
         warnings.warn(
             f"softmax_laplace_mode did not converge in {n_iter} iterations (largest gradient component "
-            f"{gradient_norm:.3g}, last change in psi {change:.3g}); increase max_iter or check the "
-            "hyperparameters",
+            f"{gradient_norm:.3g}, last change in psi {change:.3g}); {advice}",
             ConvergenceWarning,
             stacklevel=2,
         )
@@ -465,8 +491,9 @@ def softmax_laplace_evidence(
     if X.shape[0] != n:
         raise ValueError(f"X and Y must have the same number of points; got {X.shape[0]} and {n}")
     kernels, shared = class_kernels(kernel, n_classes)
-    K = np.stack([kernels[0].K(X)] * n_classes) if shared else np.stack([k.K(X) for k in kernels])
-    mode = softmax_laplace_mode(K, Y, f_init=f_init, tol=tol, max_iter=max_iter)
+    # a shared kernel: one matrix, seen by every class (a view, not C copies)
+    K = np.broadcast_to(kernels[0].K(X), (n_classes, n, n)) if shared else np.stack([k.K(X) for k in kernels])
+    mode = softmax_laplace_mode(K[0] if shared else K, Y, f_init=f_init, tol=tol, max_iter=max_iter)
     E, M, pi = mode.E, mode.M, mode.pi
     # at the mode K⁻¹f̂ = t − π̂ (W&B 1998 App. C); use the Newton iterate's a, for which f̂ = K a exactly
     a = mode.a
@@ -474,10 +501,12 @@ def softmax_laplace_evidence(
     # s_k = ∂(−½ log|I + KW|)/∂f_k needs the per-point C×C blocks of V = (K⁻¹ + W)⁻¹
     #   V_cc' = δ_cc' (K_c − K_c E_c K_c) + (M⁻¹E_cK_c)ᵀ (M⁻¹E_c'K_c')       (GPML eq 3.45 ff.)
     Z = np.stack([solve_lower(M, E[c]) for c in range(n_classes)])  # M⁻¹E_c
-    H = np.stack([Z[c] @ K[c] for c in range(n_classes)])  # M⁻¹E_cK_c
+    EK = [E[c] @ K[c] for c in range(n_classes)]  # E_cK_c
+    H = np.stack([solve_lower(M, EK[c]) for c in range(n_classes)])  # M⁻¹E_cK_c
     V = np.einsum("cji,dji->icd", H, H)
     for c in range(n_classes):
-        V[:, c, c] += np.diag(K[c]) - np.einsum("ij,ji->i", K[c], E[c] @ K[c])
+        # diag(K_c − K_cE_cK_c), K_c and E_c symmetric
+        V[:, c, c] += np.diag(K[c]) - np.einsum("ij,ij->j", K[c], EK[c])
     # ∂W_i/∂f_i^b for W_i = diag(π_i) − π_iπ_iᵀ, contracted with V_i (derived in the chapter)
     V_diag = np.einsum("icc->ic", V)
     V_pi = np.einsum("icd,id->ic", V, pi)
@@ -562,6 +591,7 @@ def softmax_laplace_optimize(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
         log_prior=log_prior,
         description="softmax_laplace_optimize",
         bounds=theta_box(kernel) if bounds is None else bounds,
+        names=theta_names(kernel),
         n_restarts=n_restarts,
         rng=rng,
         restart_sd=restart_sd,

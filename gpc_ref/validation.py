@@ -6,11 +6,13 @@ checks in one place means every method reports bad input in the same words. The 
 argument of every check is the argument's name as the caller's signature spells it; the
 error message starts with it.
 
-The two exception classes live here too, so that every module raises and every user
+The exception and warning classes live here too, so that every module raises and every user
 filters the same ones:
 
 - :class:`ConvergenceWarning`: every iterative method of the package that stops before its
   convergence test is met warns with (a subclass of) this class, naming the iteration count.
+  Its subclass :class:`HyperparameterBoundWarning` says that a learnt hyperparameter ended on the
+  edge of its search box.
 - :class:`NotFittedError`: an estimator used before ``fit``. It subclasses both
   ``ValueError`` and ``AttributeError``, as scikit-learn's own ``NotFittedError`` does, so
   scikit-learn's tools recognise it without :mod:`gpc_ref` importing scikit-learn.
@@ -36,6 +38,7 @@ _T = TypeVar("_T")
 
 __all__ = [
     "ConvergenceWarning",
+    "HyperparameterBoundWarning",
     "NotFittedError",
     "check_matrix",
     "check_vector",
@@ -71,6 +74,16 @@ class ConvergenceWarning(UserWarning):
     The message names the method, the iteration (or sweep) count and the size of whatever
     the test looks at (a gradient norm, a change of the objective, a site change), so that
     the reader can tell "almost there" from "nowhere near".
+    """
+
+
+class HyperparameterBoundWarning(ConvergenceWarning):
+    """A learnt hyperparameter ended on the edge of its search box.
+
+    The maximiser (:func:`gpc_ref.hyperparameters.maximize`) has converged in the box (its projected
+    gradient is zero), but its optimum is where the box ends: the objective does not fall beyond the
+    edge, so the value learnt is the box's, not the data's. The message names the parameter, its value, the edge and what that edge means
+    for a kernel (an ARD lengthscale at the upper edge: the input is switched off).
     """
 
 

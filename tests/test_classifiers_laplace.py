@@ -1,9 +1,13 @@
 """Tests of the LaplaceGPC estimator (gpc_ref.classifiers)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import norm
 
+from gpc_ref import ConvergenceWarning
+from gpc_ref import HyperparameterBoundWarning
 from gpc_ref import LaplaceGPC
 from gpc_ref import NotFittedError
 from gpc_ref.hmc import LaplaceHMCResult
@@ -19,6 +23,8 @@ from gpc_ref.laplace import laplace_predict_proba
 from gpc_ref.laplace import map_hyperparameters
 from gpc_ref.laplace_multiclass import SoftmaxLaplaceFit
 from gpc_ref.laplace_multiclass import SoftmaxLaplaceMode
+from gpc_ref.laplace_multiclass import one_hot_labels
+from gpc_ref.laplace_multiclass import softmax_laplace_evidence
 from gpc_ref.likelihoods import ProbitLikelihood
 
 
@@ -173,6 +179,43 @@ def test_multiclass_is_one_coupled_softmax_model(rng):
     assert fitted.hyperparameter_fit_.objective >= (
         model.log_marginal_likelihood_ + log_hyperprior(SEKernel(variance=4.0))[0]
     )
+
+
+def test_an_irrelevant_input_switched_off_by_ml_ii_warns_and_is_named():
+    # the label depends on the first input only; ML-II drives the other two lengthscales to the top of the box
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=80) > 0, 1, -1)
+    with pytest.warns(HyperparameterBoundWarning) as record:
+        model = LaplaceGPC(kernel=SEKernel(lengthscale=[1.0, 1.0, 1.0]), prior=None, n_restarts=0).fit(X, y)
+    message = str(record[0].message)
+    assert "log_lengthscale[1], log_lengthscale[2] at the upper edge, 10 (lengthscale 2.2e+04)" in message
+    assert "switches its input off" in message and "log_lengthscale[0]" not in message
+    search = model.hyperparameter_fit_.optimization
+    np.testing.assert_array_equal(search.at_bound, [False, False, True, True])
+    assert model.hyperparameter_fit_.converged  # converged in the box; the warning says where
+    assert model.kernel_.lengthscale[0] < 10.0
+    # W&B's hyperprior keeps every lengthscale inside the box: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with_prior = LaplaceGPC(kernel=SEKernel(lengthscale=[1.0, 1.0, 1.0]), n_restarts=0).fit(X, y)
+    assert not with_prior.hyperparameter_fit_.optimization.at_bound.any()
+
+
+def test_the_fitted_posterior_is_the_search_evaluation_at_the_learnt_kernel(rng):
+    # the search's own (warm-started, converged) evaluation is kept; a cold evaluation gives the same numbers
+    X, y = make_data(rng)
+    model = LaplaceGPC(kernel=SEKernel(variance=1.0, lengthscale=np.e), n_restarts=0).fit(X, y)
+    assert model.posterior_ is model.hyperparameter_fit_.mode
+    cold = laplace_evidence(model.kernel_, X, model.y_train_)
+    assert model.log_marginal_likelihood_ == pytest.approx(cold.log_evidence, abs=1e-8)
+    np.testing.assert_allclose(model.posterior_.f, cold.mode.f, atol=1e-6)
+    X3 = rng.normal(size=(45, 2))
+    y3 = np.digitize(X3[:, 0], [-0.5, 0.5])
+    multi = LaplaceGPC(kernel=SEKernel(variance=4.0), n_restarts=0).fit(X3, y3)
+    assert multi.posterior_ is multi.hyperparameter_fit_.mode
+    cold = softmax_laplace_evidence(multi.kernel_, X3, one_hot_labels(y3, 3))
+    assert multi.log_marginal_likelihood_ == pytest.approx(cold.log_evidence, abs=1e-8)
 
 
 def test_hmc_averages_predictions(rng):

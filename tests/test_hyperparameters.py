@@ -16,6 +16,7 @@ from scipy.stats import norm
 
 import gpc_ref
 from gpc_ref.hyperparameters import LOG_PARAMETER_BOUNDS
+from gpc_ref.hyperparameters import POLISH
 from gpc_ref.hyperparameters import HyperparameterFit
 from gpc_ref.hyperparameters import box
 from gpc_ref.hyperparameters import free_mask
@@ -23,8 +24,10 @@ from gpc_ref.hyperparameters import gaussian_log_prior
 from gpc_ref.hyperparameters import log_hyperprior
 from gpc_ref.hyperparameters import maximize
 from gpc_ref.hyperparameters import theta_box
+from gpc_ref.hyperparameters import theta_names
 from gpc_ref.hyperparameters import wb_scale
 from gpc_ref.kernels import SEKernel
+from gpc_ref.validation import HyperparameterBoundWarning
 
 
 def quadratic(centre, curvature):
@@ -160,10 +163,37 @@ def test_maximize_the_rosenbrock_function_in_five_dimensions():
     assert_converged(fit)
 
 
+def test_the_first_step_moves_no_parameter_by_more_than_one():
+    # a gradient of 200 at the start: L-BFGS-B's unscaled first step would go to θ = (10, 10), the box's corner
+    evaluated = []
+    objective = quadratic([100.0, 2.0], [2.0, 1.0])
+
+    def recorded(theta):
+        evaluated.append(theta.copy())
+        return objective(theta)
+
+    with pytest.warns(HyperparameterBoundWarning):
+        fit = maximize(recorded, np.zeros(2), bounds=(-10.0, 10.0), careful=True)
+    assert np.max(np.abs(evaluated[1] - evaluated[0])) == pytest.approx(1.0)
+    np.testing.assert_allclose(fit.theta, [10.0, 2.0], atol=1e-6)
+    assert fit.n_evaluations == len(evaluated)  # the start is evaluated once
+
+
+def test_lbfgsb_stops_once_the_gradient_is_far_below_the_tolerance():
+    fit = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500, careful=True)
+    assert "StopIteration" in fit.message  # stopped by the POLISH test, not by L-BFGS-B's own
+    plain = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500)
+    assert "StopIteration" not in plain.message  # careful=False: L-BFGS-B as it is
+    _, value, gradient = fit.theta, fit.value, fit.gradient
+    assert np.max(np.abs(gradient)) <= 1e-5 * max(1.0, abs(value))
+    assert 0 < POLISH < 1
+
+
 def test_an_optimum_outside_the_box_ends_on_its_edge():
     # the unconstrained maximum (12, −3, 0) lies beyond θ_0 = 10 and θ_1 = −2
     bounds = np.array([[-10.0, 10.0], [-2.0, 5.0], [-10.0, 10.0]])
-    fit = maximize(quadratic([12.0, -3.0, 0.0], [1.0, 2.0, 1.0]), np.array([0.0, 1.0, 3.0]), bounds=bounds)
+    with pytest.warns(HyperparameterBoundWarning, match=r"theta\[0\] at the upper edge, 10; theta\[1\] at the lower"):
+        fit = maximize(quadratic([12.0, -3.0, 0.0], [1.0, 2.0, 1.0]), np.array([0.0, 1.0, 3.0]), bounds=bounds)
     np.testing.assert_allclose(fit.theta, [10.0, -2.0, 0.0], atol=1e-6)
     np.testing.assert_array_equal(fit.at_bound, [True, True, False])
     # the gradient pushes outward at both active bounds and is projected away: converged
@@ -174,7 +204,8 @@ def test_an_optimum_outside_the_box_ends_on_its_edge():
 
 def test_one_interval_for_every_entry_and_the_kernel_box():
     # bounds=(low, high) applies to every entry
-    fit = maximize(quadratic([25.0, -0.5], [1.0, 1.0]), np.zeros(2), bounds=(-10.0, 10.0))
+    with pytest.warns(HyperparameterBoundWarning):
+        fit = maximize(quadratic([25.0, -0.5], [1.0, 1.0]), np.zeros(2), bounds=(-10.0, 10.0))
     np.testing.assert_allclose(fit.theta, [10.0, -0.5], atol=1e-6)
     np.testing.assert_array_equal(fit.at_bound, [True, False])
     assert_converged(fit)
@@ -185,10 +216,55 @@ def test_one_interval_for_every_entry_and_the_kernel_box():
     # a hyperparameter search in the kernel's box: log variance stops at its upper edge
     kernel = SEKernel(variance=1.0, lengthscale=1.0)
     high = LOG_PARAMETER_BOUNDS["log_variance"][1]
-    fit = maximize(quadratic([high + 5.0, 0.3], [1.0, 1.0]), kernel.theta, bounds=theta_box(kernel))
+    with pytest.warns(
+        HyperparameterBoundWarning, match="log_variance at the upper edge, 15 .variance 3.27e.06.: the latent"
+    ):
+        fit = maximize(
+            quadratic([high + 5.0, 0.3], [1.0, 1.0]), kernel.theta, bounds=theta_box(kernel), names=kernel.theta_names
+        )
     np.testing.assert_allclose(fit.theta, [high, 0.3], atol=1e-6)
     np.testing.assert_array_equal(fit.at_bound, [True, False])
     assert_converged(fit)
+
+
+def test_an_edge_of_the_box_warns_naming_the_parameter_and_what_the_edge_means():
+    # an ARD kernel whose third lengthscale runs to the top of the box and whose variance to the bottom
+    kernel = SEKernel(variance=1.0, lengthscale=[1.0, 2.0, 3.0])
+    low, high = LOG_PARAMETER_BOUNDS["log_variance"][0], LOG_PARAMETER_BOUNDS["log_lengthscale"][1]
+    objective = quadratic([low - 3.0, 0.0, 0.5, high + 4.0], [1.0, 1.0, 1.0, 1.0])
+    with pytest.warns(HyperparameterBoundWarning) as record:
+        fit = maximize(objective, kernel.theta, bounds=theta_box(kernel), names=kernel.theta_names, description="ard")
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert message.startswith("ard: the optimum is on the edge of the hyperparameter box")
+    assert "log_lengthscale[2] at the upper edge, 10 (lengthscale 2.2e+04): an ARD lengthscale" in message
+    assert "switches its input off" in message
+    assert "log_variance at the lower edge, -10 (variance 4.54e-05)" in message and "constant classifier" in message
+    assert "log_lengthscale[0]" not in message and "log_lengthscale[1]" not in message
+    np.testing.assert_array_equal(fit.at_bound, [True, False, False, True])
+    assert fit.converged  # converged in the box: the warning, not `converged`, says where
+    assert issubclass(HyperparameterBoundWarning, gpc_ref.ConvergenceWarning)
+    # per-class kernels: the names say which class
+    assert theta_names([SEKernel(), SEKernel(lengthscale=[1.0, 1.0])]) == [
+        "class 0: log_variance", "class 0: log_lengthscale",
+        "class 1: log_variance", "class 1: log_lengthscale[0]", "class 1: log_lengthscale[1]",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="names must name the 4 entries"):
+        maximize(objective, kernel.theta, names=["a", "b"])
+
+
+def test_an_interior_optimum_does_not_warn():
+    kernel = SEKernel(variance=1.0, lengthscale=[1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = maximize(quadratic([2.0, -1.0, 3.0], [1.0, 1.0, 1.0]), kernel.theta, bounds=theta_box(kernel),
+                       names=kernel.theta_names)  # fmt: skip
+    assert not fit.at_bound.any() and fit.converged
+    # a partial maximisation (warn=False, EM's M-step) does not warn at the edge either
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = maximize(quadratic([25.0, 0.0], [1.0, 1.0]), np.zeros(2), bounds=(-10.0, 10.0), warn=False)
+    assert fit.at_bound[0]
 
 
 def test_fixed_entries_keep_their_starting_values():
@@ -266,10 +342,17 @@ def test_random_restarts_need_an_rng():
 
 
 # --------------------------------------------------------------------------- failed evaluations
-def failing_quadratic(failure):
-    """The quadratic with maximum at (1.5, −1), which cannot be evaluated for θ_0 > 2."""
+def failing_objective(failure):
+    """A smooth objective with maximum at (1.5, −1), which cannot be evaluated for θ_0 > 2.
+
+    Along θ_0 it is −4 log cosh(θ_0 − 1.5): its slope saturates at 4 far from the maximum, so the
+    curvature L-BFGS-B estimates there is nearly zero and its next step overshoots into θ_0 > 2.
+    """
     evaluated = []
-    smooth = quadratic([1.5, -1.0], [2.0, 6.0])
+
+    def smooth(theta):
+        d = theta - np.array([1.5, -1.0])
+        return -4.0 * np.log(np.cosh(d[0])) - 3.0 * d[1] ** 2, np.array([-4.0 * np.tanh(d[0]), -6.0 * d[1]])
 
     def objective(theta):
         evaluated.append(theta.copy())
@@ -288,8 +371,8 @@ def failing_quadratic(failure):
 
 @pytest.mark.parametrize("failure", ["linalg", "floating_point", "nan", "inf"])
 def test_a_region_where_the_objective_fails_is_avoided(failure):
-    objective, evaluated = failing_quadratic(failure)
-    # from far away L-BFGS-B's first step runs to the box's edge, deep into the failing region
+    objective, evaluated = failing_objective(failure)
+    # from far away L-BFGS-B's quasi-Newton steps overshoot into the failing region
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning either: the optimum is reached
         fit = maximize(objective, np.array([-8.0, 5.0]), bounds=(-10.0, 10.0))
@@ -316,7 +399,7 @@ def test_an_optimum_next_to_a_failing_region_is_approached_from_the_good_side():
 
 
 def test_a_start_that_fails_is_skipped_but_others_are_used():
-    objective, _ = failing_quadratic("linalg")
+    objective, _ = failing_objective("linalg")
     fit = maximize(objective, np.array([5.0, 0.0]), extra_starts=[[0.0, 0.0]])
     assert fit.values[0] == -np.inf and np.isfinite(fit.values[1])
     np.testing.assert_allclose(fit.theta, [1.5, -1.0], atol=1e-5)

@@ -12,6 +12,7 @@ from conftest import finite_difference_gradient
 from scipy.linalg import block_diag
 
 from gpc_ref import ConvergenceWarning
+from gpc_ref import HyperparameterBoundWarning
 from gpc_ref import gaussian_integrals as gi
 from gpc_ref import laplace_multiclass as lp
 from gpc_ref.gaussian_integrals import sigmoid_gaussian_quadrature
@@ -21,6 +22,7 @@ from gpc_ref.kernels import SEKernel
 from gpc_ref.kernels import stack_theta
 from gpc_ref.kernels import unstack_theta
 from gpc_ref.laplace import laplace_mode
+from gpc_ref.laplace import maximize_laplace_evidence
 
 
 # --------------------------------------------------------------------------- dense references
@@ -149,6 +151,19 @@ def test_warm_start_reaches_the_same_mode(problem, rng):
     warm = lp.softmax_laplace_mode(Ks, Y, f_init=cold.f + 0.3 * rng.normal(size=Y.shape))
     np.testing.assert_allclose(warm.f, cold.f, atol=1e-7)
     assert warm.log_evidence == pytest.approx(cold.log_evidence, rel=1e-10)
+
+
+def test_newton_stops_where_rounding_spoils_its_direction():
+    # signal variance 3.3e6 and lengthscale 2.2e4 (the top corner of the box): K is a huge, nearly
+    # constant matrix, every Newton step has to be damped, and Newton used to crawl on to max_iter
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 4))
+    Y = lp.one_hot_labels(rng.choice(4, size=40, p=[0.3, 0.06, 0.14, 0.5]), 4)
+    K = SEKernel(variance=np.exp(15.0), lengthscale=np.exp(10.0)).K(X)
+    with pytest.warns(ConvergenceWarning, match="damped, step after step"):
+        mode = lp.softmax_laplace_mode(K, Y)
+    assert not mode.converged and mode.n_iter < 30
+    assert np.isfinite(mode.log_evidence)
 
 
 def test_non_convergence_warns_with_iteration_count(problem):
@@ -309,16 +324,62 @@ def test_optimizer_increases_the_objective_and_is_reproducible(problem):
     X, Y, kernels = problem
     start = SEKernel(variance=1.0, lengthscale=1.0, bias=0.5)
     before = lp.softmax_laplace_evidence(start, X, Y).log_evidence
-    fit = lp.softmax_laplace_optimize(start, X, Y, n_restarts=1, rng=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HyperparameterBoundWarning)  # the bias may run to the box's bottom
+        fit = lp.softmax_laplace_optimize(start, X, Y, n_restarts=1, rng=3)
     assert fit.log_evidence >= before
     assert fit.objective == pytest.approx(max(fit.optimization.values), abs=1e-6)
     assert fit.optimization.values.shape == (2,) and fit.optimization.n_evaluations > 0
-    again = lp.softmax_laplace_optimize(start, X, Y, n_restarts=1, rng=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HyperparameterBoundWarning)
+        again = lp.softmax_laplace_optimize(start, X, Y, n_restarts=1, rng=3)
     np.testing.assert_allclose(again.kernel.theta, fit.kernel.theta)
     # with a prior the objective is evidence + log prior
     prior = lambda theta: log_hyperprior(start.with_theta(theta))
     penalised = lp.softmax_laplace_optimize(start, X, Y, log_prior=prior)
     assert penalised.objective == pytest.approx(penalised.log_evidence + prior(penalised.kernel.theta)[0])
+
+
+def test_warm_starts_do_not_change_the_optimum(problem):
+    # the search warm-starts Newton from the previous evaluation's mode and keeps its evaluation at the
+    # optimum; with every evaluation started from f = 0 instead, it reaches the same point
+    X, Y, kernels = problem
+    start = SEKernel(variance=1.0, lengthscale=1.0, bias=0.5)
+    search = dict(bounds=theta_box(start), names=start.theta_names)
+
+    def warm(theta, f_init):
+        return lp.softmax_laplace_evidence(start.with_theta(theta), X, Y, f_init=f_init)
+
+    def cold(theta, f_init):
+        return lp.softmax_laplace_evidence(start.with_theta(theta), X, Y)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HyperparameterBoundWarning)  # the bias may run to the box's bottom
+        fit_warm, evidence_warm, _ = maximize_laplace_evidence(warm, start.theta, **search)
+        fit_cold, evidence_cold, _ = maximize_laplace_evidence(cold, start.theta, **search)
+    assert fit_warm.converged and fit_cold.converged
+    np.testing.assert_allclose(fit_warm.theta, fit_cold.theta, atol=1e-3)
+    assert fit_warm.value == pytest.approx(fit_cold.value, abs=1e-7)
+    # the kept evaluation is that of a converged mode at the optimum: a cold one there agrees
+    fresh = cold(fit_warm.theta, None)
+    assert evidence_warm.log_evidence == pytest.approx(fresh.log_evidence, abs=1e-8)
+    np.testing.assert_allclose(evidence_warm.gradient, fresh.gradient, atol=1e-6)
+    np.testing.assert_allclose(evidence_warm.mode.f, fresh.mode.f, atol=1e-6)
+    assert evidence_cold.log_evidence == pytest.approx(fit_cold.value)
+
+
+def test_an_optimum_on_the_box_edge_warns_naming_the_class_and_parameter(problem):
+    # one kernel per class, each signal variance capped at 0.5 (below its optimum): the search ends on the cap
+    X, Y, kernels = problem
+    start = [SEKernel(variance=0.3, lengthscale=1.0) for _ in range(3)]
+    bounds = theta_box(start)
+    bounds[0::2, 1] = np.log(0.5)  # the log_variance rows
+    with pytest.warns(HyperparameterBoundWarning) as record:
+        fit = lp.softmax_laplace_optimize(start, X, Y, bounds=bounds)
+    message = str(record[0].message)
+    assert message.startswith("softmax_laplace_optimize: the optimum is on the edge of the hyperparameter box")
+    assert "class 0: log_variance" in message and "at the upper edge, -0.6931 (variance 0.5)" in message
+    assert fit.optimization.at_bound[0::2].any() and not fit.optimization.at_bound[1::2].any()
 
 
 def test_optimizer_converges_in_the_shared_box(problem):

@@ -135,7 +135,10 @@ class LaplaceGPC(GPCBase):
             self.hyperparameter_fit_ = map_hyperparameters(kernel, X, y, likelihood=likelihood, **hyperprior, **search)
             kernel = self.hyperparameter_fit_.kernel
         self.kernel_ = kernel
-        self.posterior_ = laplace_mode(kernel.K(X), y, likelihood=likelihood)
+        # the learnt kernel's mode is the search's own (converged) evaluation there
+        self.posterior_ = (
+            self.hyperparameter_fit_.mode if self.optimize else laplace_mode(kernel.K(X), y, likelihood=likelihood)
+        )
         self.log_marginal_likelihood_ = self.posterior_.log_evidence
         if self.optimize and self.method == "hmc":
             from ..hmc import laplace_hmc
@@ -146,7 +149,7 @@ class LaplaceGPC(GPCBase):
     def _fit_multiclass(self, X, codes, kernel, search):
         from ..hyperparameters import log_hyperprior
         from ..laplace_multiclass import one_hot_labels
-        from ..laplace_multiclass import softmax_laplace_evidence
+        from ..laplace_multiclass import softmax_laplace_mode
         from ..laplace_multiclass import softmax_laplace_optimize
 
         if self.method == "hmc":
@@ -165,9 +168,9 @@ class LaplaceGPC(GPCBase):
             self.hyperparameter_fit_ = softmax_laplace_optimize(kernel, X, Y, log_prior=log_prior, **search)
             kernel = self.hyperparameter_fit_.kernel
         self.kernel_ = kernel
-        evidence = softmax_laplace_evidence(kernel, X, Y)
-        self.posterior_ = evidence.mode
-        self.log_marginal_likelihood_ = evidence.log_evidence
+        # the learnt kernel's mode is the search's own (converged) evaluation there
+        self.posterior_ = self.hyperparameter_fit_.mode if self.optimize else softmax_laplace_mode(kernel.K(X), Y)
+        self.log_marginal_likelihood_ = self.posterior_.log_evidence
 
     def _predict_latent(self, X):
         """Binary: the Laplace (mean, var) of shape (m,); multi-class: mean (m, C), cov (m, C, C).

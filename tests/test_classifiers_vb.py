@@ -237,3 +237,57 @@ def test_bound_learning_warns_when_the_maximum_is_on_the_edge_of_the_box():
     with pytest.warns(UserWarning, match="constant classifier"):
         model = VBProbitGPC().fit(X, c)
     assert model.hyperparameter_fit_.optimization.at_bound.any()
+
+
+def test_bound_learning_posterior_is_the_learners_and_is_not_rerun():
+    """Issue 19: the estimator's posterior is the VB result the search computed at the learnt kernel."""
+    X, y = _data(40, seed=2)
+    model = VBProbitGPC(kernel=SEKernel(variance=1.0, lengthscale=[2.0, 2.0])).fit(X, y)
+    fit = model.hyperparameter_fit_
+    assert model.posterior_ is fit.vb and fit.vb.converged
+    assert model.n_iter_ == fit.vb.n_iter and model.log_marginal_likelihood_ == fit.lower_bound
+    np.testing.assert_array_equal(model.lower_bound_[len(fit.trace) :], fit.vb.lower_bound)
+    # the search's best evaluation is the returned one, and its posterior belongs to the returned kernel
+    best = int(np.nanargmax(fit.trace[:, 0]))
+    assert fit.trace[best, 0] == fit.lower_bound and fit.trace[best, 2] == fit.vb.n_iter
+    K = model.kernel_.K(X)
+    np.testing.assert_allclose(fit.vb.M, K @ fit.vb.alpha, rtol=1e-12, atol=1e-12)
+    # the inner iterations are counted and none stopped at the cap here
+    assert fit.n_vb_iter == int(fit.trace[:, 2].sum()) and fit.n_vb_capped == 0 and np.all(fit.trace[:, 3] == 1.0)
+
+
+def test_warm_starts_and_inexact_inner_iterations_do_not_change_the_learnt_kernel():
+    """Warm-starting each evaluation's VB from the previous Q(z), and stopping it early far from the optimum
+    (``vb_tol_per_gradient``), change the iterations, not the fixed point: the same kernel (to the search's
+    tolerance) with and without them, and fewer inner iterations with them."""
+    from gpc_ref.vb_probit_learning import vb_probit_maximize_bound
+
+    X, y = _data(40, seed=2)
+    t = np.searchsorted(np.unique(y), y)
+    start = SEKernel(variance=1.0, lengthscale=[2.0, 2.0])
+    default = vb_probit_maximize_bound(start, X, t, tol=1e-7)
+    cold = vb_probit_maximize_bound(start, X, t, tol=1e-7, warm_start=False)
+    exact = vb_probit_maximize_bound(start, X, t, tol=1e-7, vb_tol_per_gradient=0.0)
+    for other in (cold, exact):
+        assert default.converged and other.converged
+        np.testing.assert_allclose(default.kernel.theta, other.kernel.theta, atol=1e-3)
+        assert default.lower_bound == pytest.approx(other.lower_bound, abs=1e-6)
+        assert default.n_vb_iter < other.n_vb_iter
+
+
+def test_bound_learning_reports_the_cap_on_the_inner_iterations():
+    """An evaluation whose VB iterations reach ``vb_max_iter`` is kept (its bound is still a bound) and
+    counted; if the returned kernel's own VB stopped at the cap, the fit says so with a ConvergenceWarning."""
+    from gpc_ref import ConvergenceWarning
+    from gpc_ref.vb_probit_learning import vb_probit_maximize_bound
+
+    X, y = _data(40, seed=2)
+    t = np.searchsorted(np.unique(y), y)
+    start = SEKernel(variance=1.0, lengthscale=[2.0, 2.0])
+    with pytest.warns(ConvergenceWarning, match="vb_max_iter=3"):
+        fit = vb_probit_maximize_bound(start, X, t, vb_max_iter=3, max_iter=5)
+    assert not fit.converged and not fit.vb.converged and fit.vb.n_iter <= 3
+    assert fit.n_vb_capped >= 1 and fit.vb_max_iter == 3 and np.all(fit.trace[:, 2] <= 3)
+    assert fit.n_vb_capped == int(np.sum(fit.trace[:, 3] == 0.0))
+    with pytest.raises(ValueError, match="vb_max_iter"):
+        vb_probit_maximize_bound(start, X, t, vb_max_iter=0)

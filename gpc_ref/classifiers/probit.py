@@ -65,8 +65,8 @@ def _warn_if_degenerate(fit, kernels):
 
     The VB bound is not the evidence: as the signal variance vanishes Q becomes exact and the bound
     tends to the constant classifier's evidence n log(1/C), so on overlapping classes the bound can be
-    largest there (the VB chapter, section "When the bound prefers the constant classifier"). One
-    lengthscale at the top is ARD switching an input off, and is not warned about.
+    largest there (the VB chapter, section "When the bound is a good criterion, and when it prefers the
+    constant classifier"). One lengthscale at the top is ARD switching an input off, and is not warned about.
     """
     search = fit.optimization
     low = search.at_bound & (search.theta <= search.bounds[:, 0] + 1e-6)
@@ -104,8 +104,8 @@ class VBProbitGPC(GPCBase):
       against softmax Laplace and scikit-learn). Deterministic. The posterior is the one the search
       computed at the learnt kernel (``hyperparameter_fit_.vb``), not a rerun. The bound is not the
       evidence: where the classes overlap its maximum can be (nearly) the constant classifier, and the
-      estimator then warns (``UserWarning``); the VB chapter (section "When the bound prefers the
-      constant classifier") measures when the bound is a good criterion and when not.
+      estimator then warns (``UserWarning``); the VB chapter (section "When the bound is a good
+      criterion, and when it prefers the constant classifier") measures when it is a good criterion.
     - ``method="importance_sampling"``: G&R's §4.4, the precisions' posterior means by importance
       sampling with the Exp/Gamma hierarchy (eqs 4.5, 4.7, 4.8;
       :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`), a fixed number of iterations, the

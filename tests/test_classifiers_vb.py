@@ -31,6 +31,7 @@ def test_vb_estimator_interface_and_labels():
     assert np.all(np.diff(model.lower_bound_) >= -1e-9 * np.abs(model.lower_bound_[1:]))
     assert model.log_marginal_likelihood_ == model.lower_bound_[-1]
     assert model.hyperparameter_fit_ is None and model.kernel_ is model.kernel
+    assert model.n_iter_ == model.posterior_.n_iter
     mean, cov = model.predict_latent(X[:4])
     assert mean.shape == (4, 3) and cov.shape == (4, 3, 3)
     var = np.diagonal(cov, axis1=1, axis2=2)
@@ -67,7 +68,7 @@ def test_vb_learns_the_kernel_reproducibly():
     b = VBProbitGPC(**kw).fit(X, y)
     np.testing.assert_array_equal(a.kernel_.lengthscale, b.kernel_.lengthscale)
     assert isinstance(a.hyperparameter_fit_, KernelLearning)
-    assert a.hyperparameter_fit_.phi_history.shape == (4, 1, 2)
+    assert a.hyperparameter_fit_.phi_history.shape == (4, 1, 2) and a.n_iter_ == 3
     assert len(a.lower_bound_) == 3 + len(a.posterior_.lower_bound)
     assert a.log_marginal_likelihood_ == a.posterior_.log_marginal_likelihood_bound
     per_class = VBProbitGPC(
@@ -245,7 +246,8 @@ def test_bound_learning_posterior_is_the_learners_and_is_not_rerun():
     model = VBProbitGPC(kernel=SEKernel(variance=1.0, lengthscale=[2.0, 2.0])).fit(X, y)
     fit = model.hyperparameter_fit_
     assert model.posterior_ is fit.vb and fit.vb.converged
-    assert model.n_iter_ == fit.vb.n_iter and model.log_marginal_likelihood_ == fit.lower_bound
+    assert model.log_marginal_likelihood_ == fit.lower_bound
+    assert model.n_iter_ == fit.optimization.n_iter  # the learner's iterations, as for the other estimators
     np.testing.assert_array_equal(model.lower_bound_[len(fit.trace) :], fit.vb.lower_bound)
     # the search's best evaluation is the returned one, and its posterior belongs to the returned kernel
     best = int(np.nanargmax(fit.trace[:, 0]))

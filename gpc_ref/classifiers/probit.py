@@ -158,7 +158,9 @@ class VBProbitGPC(GPCBase):
         followed by the iterations of the posterior at the final kernel (for ``"bound"``, those of
         the search's evaluation there, warm-started).
     n_iter_ : int
-        Iterations of the Q(M)/Q(Y) updates of ``posterior_``.
+        Iterations of the learner when the kernel is learnt (L-BFGS-B iterations for ``"bound"``,
+        importance-sampling iterations for ``"importance_sampling"``), as for the other estimators;
+        otherwise those of the Q(M)/Q(Y) updates. ``posterior_.n_iter`` always counts the latter.
     """
 
     def __init__(
@@ -199,7 +201,12 @@ class VBProbitGPC(GPCBase):
         self.kernel_ = kernel
         self.lower_bound_ = np.concatenate(history)
         self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood_bound
-        self.n_iter_ = self.posterior_.n_iter
+        if not self.optimize:
+            self.n_iter_ = self.posterior_.n_iter
+        elif self.method == "bound":
+            self.n_iter_ = self.hyperparameter_fit_.optimization.n_iter
+        else:
+            self.n_iter_ = len(self.hyperparameter_fit_.lower_bound)
 
     def _predict_latent(self, X):
         """Binary model: mean and variance (m,); C GPs: means (m, C) and diagonal covariances (m, C, C)."""

@@ -140,16 +140,17 @@ def m_step_objective(
 def _expected_log_likelihood(y, mu, var, epsilon, latent_noise):
     r""":math:`\sum_i E_{q(f_i)}[\log p(y_i|f_i)]` (K&G's :math:`\mathcal F_\epsilon`, eq 15).
 
-    For the step (:math:`s = 0`) it is exact: :math:`P_i\log(1-\epsilon) + (1-P_i)\log\epsilon` with
-    :math:`P_i = \Phi(y_i\mu_i/\sigma_i)`, which is :math:`-\infty` when :math:`\epsilon = 0`.
-    For :math:`s > 0` it is computed by Gauss–Hermite quadrature.
+    For the step (:math:`s = 0`) it is exact: :math:`\sum_i[(1-P_i)\log(1-\epsilon) + P_i\log\epsilon]` with
+    :math:`P_i = \Phi(-y_i\mu_i/\sigma_i)` the probability under :math:`q` that point i is on the wrong side
+    (the EP chapter's :math:`P_i`, and the summand of :func:`epsilon_from_expected_errors`); it is
+    :math:`-\infty` when :math:`\epsilon = 0`. For :math:`s > 0` it is computed by Gauss–Hermite quadrature.
     """
     if latent_noise == 0.0:
-        log_correct = log_ndtr(y * mu / np.sqrt(var))
-        log_wrong = log_ndtr(-y * mu / np.sqrt(var))
+        log_wrong = log_ndtr(-y * mu / np.sqrt(var))  # log P_i
+        log_right = log_ndtr(y * mu / np.sqrt(var))  # log(1 − P_i), without cancellation
         if epsilon == 0.0:
             return -np.inf
-        return float(np.sum(np.exp(log_correct) * np.log1p(-epsilon) + np.exp(log_wrong) * np.log(epsilon)))
+        return float(np.sum(np.exp(log_right) * np.log1p(-epsilon) + np.exp(log_wrong) * np.log(epsilon)))
     likelihood = LabelNoiseLikelihood(epsilon, latent_noise)
     expected = gauss_hermite_expectation(
         lambda f: likelihood.log_p(np.broadcast_to(y[:, None], f.shape), f), mu, var, n_points=64

@@ -553,15 +553,21 @@ class MultinomialProbitLikelihood:
         """
         t, M = self._check(t, M)
         n, K = M.shape
+        rows = np.arange(n)
         A = self._log_phi_terms(t, M)
-        S = A.sum(axis=2)  # log Π_{j≠k} Φ(u + f_i^k − f_i^j), k = c_i
-        log_Z = logsumexp(S + self._log_w, axis=1)
-        own = M[np.arange(n), t]
+        # log of the weighted integrand w_q Π_{j≠k} Φ(u_q + f_i^k − f_i^j) at every node q, k = c_i
+        S = A.sum(axis=2) + self._log_w
+        # scaled by its largest node (no overflow, nothing that matters underflows): Z_i = e^{m_i} Σ_q E_iq
+        m = S.max(axis=1)
+        E = np.exp(S - m[:, None])
+        total = E.sum(axis=1)
+        log_Z = m + np.log(total)
+        own = M[rows, t]
         d = (own[:, None] - M)[:, None, :] + self._u[None, :, None]  # u + f_i^k − f_i^c
-        log_pdf = -0.5 * d**2 - 0.5 * np.log(2.0 * np.pi)
-        # numerator: E_u[φ(u + f_i^k − f_i^c) Π_{j≠k,c} Φ(...)] = E_u[φ_c · exp(S − A_c)]
-        log_num = logsumexp(log_pdf + S[:, :, None] - A + self._log_w[None, :, None], axis=1)
-        P = -np.exp(log_num - log_Z[:, None])
-        P[np.arange(n), t] = 0.0
-        P[np.arange(n), t] = -P.sum(axis=1)  # eq 4.4
+        # numerator: E_u[φ(d_c) Π_{j≠k,c} Φ(d_j)] = e^{m_i} Σ_q E_iq φ(d_qc)/Φ(d_qc); the ratio φ/Φ (the
+        # inverse Mills ratio, at most about |d| + 1) is formed in log space, so it never overflows
+        mills = np.exp(-0.5 * d**2 - 0.5 * np.log(2.0 * np.pi) - A)
+        P = -np.einsum("iq,iqc->ic", E, mills) / total[:, None]
+        P[rows, t] = 0.0
+        P[rows, t] = -P.sum(axis=1)  # eq 4.4
         return P, log_Z

@@ -312,6 +312,11 @@ def _warn_not_converged(name, max_iter, change):
     )
 
 
+def _check_one_start(alpha_init):
+    if alpha_init is not None:
+        raise ValueError("give alpha_init or z_init, not both")
+
+
 def _converged(bounds, alpha, alpha_next, tol):
     """The bound stopped rising (relative ``tol``) *and* the fixed-point residual of α is small (√tol)."""
     if len(bounds) < 2 or abs(bounds[-1] - bounds[-2]) > tol * max(1.0, abs(bounds[-1])):
@@ -370,6 +375,7 @@ def vb_probit_binary(
     max_iter: int = 1000,
     tol: float = 1e-9,
     alpha_init: ArrayLike | None = None,
+    z_init: ArrayLike | None = None,
     warn: bool = True,
     accelerate: bool = False,
 ) -> VBResult:
@@ -401,6 +407,10 @@ def vb_probit_binary(
         Relative rise of the bound below which the iterations stop (with the residual test above).
     alpha_init : array_like (n,), optional
         Starting :math:`\boldsymbol\alpha` (so :math:`\boldsymbol\mu = K\boldsymbol\alpha`); zeros by default.
+    z_init : array_like (n,), optional
+        Start from this Q(z) instead: means :math:`\widetilde{\mathbf z}` of the auxiliaries (e.g. ``Y`` of a
+        run at another kernel), so that the first :math:`\boldsymbol\alpha = (I + K)^{-1}\widetilde{\mathbf z}`,
+        one Q(f) update. Not together with ``alpha_init``.
     warn : bool
         Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the iterations stop unconverged.
     accelerate : bool
@@ -422,6 +432,9 @@ def vb_probit_binary(
     t = check_binary_labels(t, "t", length=n)
     factor = cholesky(np.eye(n) + C, name="I + K")  # factorised once: the kernel is fixed
     alpha = np.zeros(n) if alpha_init is None else np.asarray(alpha_init, dtype=float).reshape(n)
+    if z_init is not None:
+        _check_one_start(alpha_init)
+        alpha = factor.solve(np.asarray(z_init, dtype=float).reshape(n))  # Q(f) from the given Q(z), eq 4.9
     if accelerate:
 
         def evaluate(a):
@@ -469,6 +482,7 @@ def vb_probit_multiclass(
     tol: float = 1e-9,
     likelihood: MultinomialProbitLikelihood | None = None,
     alpha_init: ArrayLike | None = None,
+    z_init: ArrayLike | None = None,
     warn: bool = True,
     accelerate: bool = False,
 ) -> VBResult:
@@ -498,6 +512,10 @@ def vb_probit_multiclass(
         Carries the Gauss–Hermite rule (default 48 nodes).
     alpha_init : array_like (n, C), optional
         Starting dual weights (zeros by default, i.e. all :math:`\mu_i^c = 0`).
+    z_init : array_like (n, C), optional
+        Start from this Q(z) instead: means :math:`\widetilde z_i^c` of the auxiliaries (e.g. ``Y`` of a run
+        at another kernel); the first dual weights are :math:`(I + K_c)^{-1}\widetilde{\mathbf z}^c`, one
+        Q(f) update (eq 4.6). Not together with ``alpha_init``.
     max_iter, tol, warn, accelerate
         As in :func:`vb_probit_binary` (``accelerate``: SQUAREM extrapolation [VR08] of the same iteration).
 
@@ -515,6 +533,12 @@ def vb_probit_multiclass(
     mats = _kernel_matrices(K, n_classes)
     factors = factor_plus_identity(mats)  # I + K_c factorised once per distinct kernel
     alpha = np.zeros((n, n_classes)) if alpha_init is None else np.array(alpha_init, dtype=float)
+    if z_init is not None:
+        _check_one_start(alpha_init)
+        Y = np.array(z_init, dtype=float)
+        if Y.shape != (n, n_classes):
+            raise ValueError(f"z_init must have shape {(n, n_classes)}; got {Y.shape}")
+        alpha = solve_each(factors, Y)  # Q(f) from the given Q(z), eq 4.6
     if alpha.shape != (n, n_classes):
         raise ValueError(f"alpha_init must have shape {(n, n_classes)}; got {alpha.shape}")
     if accelerate:

@@ -34,6 +34,7 @@ References
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -56,7 +57,9 @@ from .likelihoods import normal_pdf_over_cdf
 from .linalg import cholesky
 from .linalg import solve_lower
 from .progress import with_progress
+from .validation import ConvergenceWarning
 from .validation import check_binary_labels
+from .validation import check_bool
 from .validation import check_class_codes
 from .validation import check_matrix
 from .validation import check_positive
@@ -410,17 +413,25 @@ class BoundFit:
     kernel : SEKernel or tuple of SEKernel
         The kernel(s) at the maximum: one shared by every class, or one per class.
     vb : VBResult
-        The converged VB posterior at that kernel.
+        The VB posterior at that kernel: the one the search evaluated there (not a rerun).
     lower_bound : float
         :math:`\mathcal L` there.
     converged : bool
-        The projected gradient passed :func:`gpc_ref.hyperparameters.maximize`'s test (and the VB
-        iterations converged at the returned kernel).
+        The projected gradient passed :func:`gpc_ref.hyperparameters.maximize`'s test, and the VB
+        iterations at the returned kernel reached their fixed point (did not stop at ``vb_max_iter``).
     optimization : HyperparameterFit
         The search.
-    trace : ndarray (n_evaluations, 3)
+    trace : ndarray (n_evaluations, 4)
         Every evaluation of the search in order: the bound (NaN where VB failed), seconds since the
-        start, and the VB iterations it took.
+        start, the VB iterations it took (evaluations of the fixed-point map), and 1.0 if they reached
+        the fixed point or 0.0 if they stopped at the cap ``vb_max_iter``.
+    n_vb_iter : int
+        VB iterations summed over the search (the inner cost; ``trace[:, 2].sum()``).
+    n_vb_capped : int
+        Evaluations whose VB iterations stopped at ``vb_max_iter`` (their bound is still a lower bound
+        on the evidence, their gradient approximate).
+    vb_max_iter : int
+        The cap on the VB iterations of one evaluation.
     """
 
     kernel: object
@@ -429,6 +440,9 @@ class BoundFit:
     converged: bool
     optimization: HyperparameterFit = field(repr=False)
     trace: np.ndarray = field(repr=False)
+    n_vb_iter: int = 0
+    n_vb_capped: int = 0
+    vb_max_iter: int = 0
 
 
 def vb_bound_gradient(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike, vb: VBResult) -> np.ndarray:
@@ -470,15 +484,25 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
                              n_classes: int | None = None, binary: bool = False, fixed: Sequence[str] = (),
                              likelihood: MultinomialProbitLikelihood | None = None, n_restarts: int = 0,
                              rng: np.random.Generator | int | None = None, max_iter: int = 200, tol: float = 1e-5,
-                             vb_tol: float = 1e-10, vb_max_iter: int = 5000,
-                             progress: bool = False) -> BoundFit:  # fmt: skip
+                             vb_tol: float = 1e-10, vb_max_iter: int = 1000, warm_start: bool = True,
+                             vb_tol_per_gradient: float = 0.1, progress: bool = False) -> BoundFit:  # fmt: skip
     r"""Kernel hyperparameters by maximising the VB lower bound at its fixed point (type-II ML on the bound).
 
-    For each :math:`\theta` the VB iterations are run to their fixed point (warm-started from the last
-    :math:`\boldsymbol\alpha`, SQUAREM-accelerated), and :math:`\mathcal L(\theta)` and its gradient
-    (module docstring) go to :func:`gpc_ref.hyperparameters.maximize`. Unlike G&R's importance sampler this
-    is deterministic and stops on a gradient test; it learns every entry of ``kernel.theta`` (the signal
-    variance included) that ``fixed`` does not name.
+    For each :math:`\theta` the VB iterations are run to their fixed point (SQUAREM-accelerated, and
+    warm-started from the previous evaluation's Q(z): the first step is the Q(f) update of eq 4.6 at the
+    new kernel with that evaluation's :math:`\widetilde{\mathbf z}`), and
+    :math:`\mathcal L(\theta)` and its gradient (module docstring) go to
+    :func:`gpc_ref.hyperparameters.maximize`. Unlike G&R's importance sampler this is deterministic and
+    stops on a gradient test; it learns every entry of ``kernel.theta`` (the signal variance included)
+    that ``fixed`` does not name.
+
+    The VB iterations of one evaluation are capped at ``vb_max_iter``. An evaluation that reaches the
+    cap is kept: its bound is the bound of a (not quite optimal) :math:`Q`, still a lower bound on the
+    evidence, and its gradient is approximate; the next evaluation continues from its
+    :math:`\widetilde{\mathbf z}`. ``trace`` and ``n_vb_capped`` report such evaluations, and if the
+    returned kernel's own VB run stopped at the cap the fit is not ``converged`` and a
+    :class:`~gpc_ref.validation.ConvergenceWarning` names ``vb_max_iter``. The posterior returned is the
+    one computed at the returned kernel during the search (no rerun).
 
     Parameters
     ----------
@@ -498,8 +522,24 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
         The quadrature rule of the expectations over :math:`u` (default 48 nodes).
     n_restarts, rng, max_iter, tol, progress
         As in :func:`gpc_ref.hyperparameters.maximize`.
-    vb_tol, vb_max_iter : float, int
-        The VB iterations' tolerance and limit at each :math:`\theta` (tight: the gradient assumes a fixed point).
+    vb_tol : float
+        The VB iterations' tolerance at each :math:`\theta` (tight: the gradient assumes a fixed point).
+    vb_max_iter : int
+        The cap on the VB iterations (evaluations of the fixed-point map) of one evaluation.
+    vb_tol_per_gradient : float
+        Far from the optimum the VB iterations stop when the residual of :math:`\boldsymbol\alpha`
+        (:math:`\sqrt{\text{tolerance}}`) is this multiple of the previous evaluation's relative gradient
+        (largest free component over max(1, |bound|)), between :math:`\sqrt{\text{vb\_tol}}` and 1e-3:
+        an inexact gradient where only its direction matters. Near the optimum (relative gradient within
+        ten times ``tol``) the evaluation is redone at ``vb_tol``, so the value and gradient the search stops
+        on are those of a fixed point. 0 runs every evaluation to ``vb_tol``. On 200 penguins and on the
+        4-class set of ``benchmarks/vb_probit.py`` (n = 300, 1000) the default reached the same kernel (to
+        1e-4 in the log-parameters) with 27–52 % fewer inner iterations than 0.
+    warm_start : bool
+        Start each evaluation's VB iterations from the previous evaluation's Q(z) (its
+        :math:`\widetilde{\mathbf z}`; every start of the search begins from :math:`\boldsymbol\mu = 0`);
+        ``False`` starts every evaluation from :math:`\boldsymbol\mu = 0`. The fixed point, and so the
+        optimum, is the same (a test checks it); only the iterations differ.
 
     Returns
     -------
@@ -512,42 +552,79 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
         n_columns = 1
     else:
         t, n_columns = check_class_codes(t, n, n_classes)
+    vb_max_iter = check_positive_int(vb_max_iter, "vb_max_iter")
+    warm_start = check_bool(warm_start, "warm_start")
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
     per_class, shared = class_kernels(kernel, n_columns)
     kernels = per_class[:1] if shared else per_class
     theta0 = stack_theta(kernel, n_columns)
     free = np.concatenate([free_mask(k, fixed) for k in kernels])
-    warm = {"alpha": None, "vb": None}
+    # the previous evaluation's Q(z) means (the warm start), and the VB result of the best evaluation so far
+    state = {"Y": None, "best": None, "vb_tol": vb_tol}
     trace = []
     start = time.perf_counter()
 
-    def run_vb(current):
+    def run_vb(current, tolerance):
         mats = np.stack([k.K(X) for k in (current if isinstance(current, tuple) else (current,))])
-        options = {"max_iter": vb_max_iter, "tol": vb_tol, "alpha_init": warm["alpha"], "warn": False,
+        options = {"max_iter": vb_max_iter, "tol": tolerance, "z_init": state["Y"], "warn": False,
                    "accelerate": True}  # fmt: skip
         if binary:
-            return mats, vb_probit_binary(mats, t, **options)
-        return mats, vb_probit_multiclass(mats, t, n_classes=n_columns, likelihood=likelihood, **options)
+            return vb_probit_binary(mats, t, **options)
+        return vb_probit_multiclass(mats, t, n_classes=n_columns, likelihood=likelihood, **options)
 
     def bound_and_gradient(theta):
         current = unstack_theta(kernel, theta, n_columns)
-        mats, vb = run_vb(current)
-        bound = vb.log_marginal_likelihood_bound if vb.converged else np.nan
-        trace.append((bound, time.perf_counter() - start, vb.n_iter))
-        if not vb.converged:
-            raise np.linalg.LinAlgError("the VB iterations did not converge at these hyperparameters")
-        warm.update(alpha=vb.alpha, vb=vb)
-        return vb.log_marginal_likelihood_bound, vb_bound_gradient(current, X, vb)
+        vb, gradient = vb_and_gradient(current, state["vb_tol"])
+        relative = float(np.max(np.abs(gradient[free]))) / max(1.0, abs(vb.log_marginal_likelihood_bound))
+        if state["vb_tol"] > vb_tol and relative <= 10.0 * tol:
+            # near the optimum the value and gradient that the search stops on come from VB run to vb_tol
+            vb, gradient = vb_and_gradient(current, vb_tol)
+        # farther from it the next evaluation may stop earlier: a residual of α (√tolerance) that is a
+        # small multiple of the relative gradient, between √vb_tol and 1e-3 (an inexact gradient)
+        state["vb_tol"] = float(np.clip(vb_tol_per_gradient * relative, np.sqrt(vb_tol), 1e-3)) ** 2
+        bound = vb.log_marginal_likelihood_bound
+        # maximize returns its best evaluation (the first with the largest value): keep that one's posterior
+        if np.all(np.isfinite(gradient)) and (state["best"] is None or bound > state["best"][1]):
+            state["best"] = (theta.copy(), bound, vb)
+        return bound, gradient
+
+    def vb_and_gradient(current, tolerance):
+        try:
+            vb = run_vb(current, tolerance)
+        except np.linalg.LinAlgError:
+            trace.append((np.nan, time.perf_counter() - start, 0, 0.0))
+            raise
+        bound = vb.log_marginal_likelihood_bound
+        trace.append((bound, time.perf_counter() - start, vb.n_iter, float(vb.converged)))
+        if not np.isfinite(bound):
+            raise np.linalg.LinAlgError("the VB bound is not finite at these hyperparameters")
+        if warm_start:
+            state["Y"] = vb.Y
+        return vb, vb_bound_gradient(current, X, vb)
 
     def reset():
-        warm["alpha"] = None
+        state["Y"] = None
+        state["vb_tol"] = vb_tol
 
     search = maximize(bound_and_gradient, theta0, bounds=theta_box(kernels), free=free, n_restarts=n_restarts,
                       rng=rng, max_iter=max_iter, tol=tol, reset=reset, progress=progress,
                       description="vb_probit_maximize_bound")  # fmt: skip
     best = unstack_theta(kernel, search.theta, n_columns)
-    warm["alpha"] = None
-    _, vb = run_vb(best)
+    if state["best"] is not None and np.array_equal(state["best"][0], search.theta):
+        vb = state["best"][2]
+    else:  # not expected (maximize keeps the best evaluation); recompute rather than return a mismatch
+        state["Y"] = None
+        vb = run_vb(best, vb_tol)
+    trace = np.array(trace, dtype=float).reshape(-1, 4)
+    if not vb.converged:
+        warnings.warn(
+            f"vb_probit_maximize_bound: the VB iterations at the learnt kernel stopped at the cap "
+            f"vb_max_iter={vb_max_iter} before their fixed point, so the bound and its gradient there are "
+            f"approximate; raise vb_max_iter",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return BoundFit(kernel=best, vb=vb, lower_bound=vb.log_marginal_likelihood_bound,
-                    converged=bool(search.converged and vb.converged), optimization=search,
-                    trace=np.array(trace, dtype=float).reshape(-1, 3))  # fmt: skip
+                    converged=bool(search.converged and vb.converged), optimization=search, trace=trace,
+                    n_vb_iter=int(trace[:, 2].sum()), n_vb_capped=int(np.sum(np.isfinite(trace[:, 0]) & (trace[:, 3] == 0.0))),
+                    vb_max_iter=vb_max_iter)  # fmt: skip

@@ -31,6 +31,7 @@ def test_vb_estimator_interface_and_labels():
     assert np.all(np.diff(model.lower_bound_) >= -1e-9 * np.abs(model.lower_bound_[1:]))
     assert model.log_marginal_likelihood_ == model.lower_bound_[-1]
     assert model.hyperparameter_fit_ is None and model.kernel_ is model.kernel
+    assert model.n_iter_ == model.posterior_.n_iter
     mean, cov = model.predict_latent(X[:4])
     assert mean.shape == (4, 3) and cov.shape == (4, 3, 3)
     var = np.diagonal(cov, axis1=1, axis2=2)
@@ -67,7 +68,7 @@ def test_vb_learns_the_kernel_reproducibly():
     b = VBProbitGPC(**kw).fit(X, y)
     np.testing.assert_array_equal(a.kernel_.lengthscale, b.kernel_.lengthscale)
     assert isinstance(a.hyperparameter_fit_, KernelLearning)
-    assert a.hyperparameter_fit_.phi_history.shape == (4, 1, 2)
+    assert a.hyperparameter_fit_.phi_history.shape == (4, 1, 2) and a.n_iter_ == 3
     assert len(a.lower_bound_) == 3 + len(a.posterior_.lower_bound)
     assert a.log_marginal_likelihood_ == a.posterior_.log_marginal_likelihood_bound
     per_class = VBProbitGPC(
@@ -237,3 +238,58 @@ def test_bound_learning_warns_when_the_maximum_is_on_the_edge_of_the_box():
     with pytest.warns(UserWarning, match="constant classifier"):
         model = VBProbitGPC().fit(X, c)
     assert model.hyperparameter_fit_.optimization.at_bound.any()
+
+
+def test_bound_learning_posterior_is_the_learners_and_is_not_rerun():
+    """Issue 19: the estimator's posterior is the VB result the search computed at the learnt kernel."""
+    X, y = _data(40, seed=2)
+    model = VBProbitGPC(kernel=SEKernel(variance=1.0, lengthscale=[2.0, 2.0])).fit(X, y)
+    fit = model.hyperparameter_fit_
+    assert model.posterior_ is fit.vb and fit.vb.converged
+    assert model.log_marginal_likelihood_ == fit.lower_bound
+    assert model.n_iter_ == fit.optimization.n_iter  # the learner's iterations, as for the other estimators
+    np.testing.assert_array_equal(model.lower_bound_[len(fit.trace) :], fit.vb.lower_bound)
+    # the search's best evaluation is the returned one, and its posterior belongs to the returned kernel
+    best = int(np.nanargmax(fit.trace[:, 0]))
+    assert fit.trace[best, 0] == fit.lower_bound and fit.trace[best, 2] == fit.vb.n_iter
+    K = model.kernel_.K(X)
+    np.testing.assert_allclose(fit.vb.M, K @ fit.vb.alpha, rtol=1e-12, atol=1e-12)
+    # the inner iterations are counted and none stopped at the cap here
+    assert fit.n_vb_iter == int(fit.trace[:, 2].sum()) and fit.n_vb_capped == 0 and np.all(fit.trace[:, 3] == 1.0)
+
+
+def test_warm_starts_and_inexact_inner_iterations_do_not_change_the_learnt_kernel():
+    """Warm-starting each evaluation's VB from the previous Q(z), and stopping it early far from the optimum
+    (``vb_tol_per_gradient``), change the iterations, not the fixed point: the same kernel (to the search's
+    tolerance) with and without them, and fewer inner iterations with them."""
+    from gpc_ref.vb_probit_learning import vb_probit_maximize_bound
+
+    X, y = _data(40, seed=2)
+    t = np.searchsorted(np.unique(y), y)
+    start = SEKernel(variance=1.0, lengthscale=[2.0, 2.0])
+    default = vb_probit_maximize_bound(start, X, t, tol=1e-7)
+    cold = vb_probit_maximize_bound(start, X, t, tol=1e-7, warm_start=False)
+    exact = vb_probit_maximize_bound(start, X, t, tol=1e-7, vb_tol_per_gradient=0.0)
+    for other in (cold, exact):
+        assert default.converged and other.converged
+        np.testing.assert_allclose(default.kernel.theta, other.kernel.theta, atol=1e-3)
+        assert default.lower_bound == pytest.approx(other.lower_bound, abs=1e-6)
+        assert default.n_vb_iter < other.n_vb_iter
+
+
+def test_bound_learning_reports_the_cap_on_the_inner_iterations():
+    """An evaluation whose VB iterations reach ``vb_max_iter`` is kept (its bound is still a bound) and
+    counted; if the returned kernel's own VB stopped at the cap, the fit says so with a ConvergenceWarning."""
+    from gpc_ref import ConvergenceWarning
+    from gpc_ref.vb_probit_learning import vb_probit_maximize_bound
+
+    X, y = _data(40, seed=2)
+    t = np.searchsorted(np.unique(y), y)
+    start = SEKernel(variance=1.0, lengthscale=[2.0, 2.0])
+    with pytest.warns(ConvergenceWarning, match="vb_max_iter=3"):
+        fit = vb_probit_maximize_bound(start, X, t, vb_max_iter=3, max_iter=5)
+    assert not fit.converged and not fit.vb.converged and fit.vb.n_iter <= 3
+    assert fit.n_vb_capped >= 1 and fit.vb_max_iter == 3 and np.all(fit.trace[:, 2] <= 3)
+    assert fit.n_vb_capped == int(np.sum(fit.trace[:, 3] == 0.0))
+    with pytest.raises(ValueError, match="vb_max_iter"):
+        vb_probit_maximize_bound(start, X, t, vb_max_iter=0)

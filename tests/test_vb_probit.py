@@ -190,6 +190,29 @@ def test_squarem_acceleration_reaches_the_same_fixed_point():
         vb_probit_multiclass(C, t, max_iter=5, accelerate=True)
 
 
+def test_starting_from_another_kernels_q_z_reaches_the_same_fixed_point():
+    """``z_init``: the first step is the Q(f) update from a given Q(z) (the bound learner's warm start)."""
+    X, t = _toy(30, seed=1)
+    C_old, C_new = (SEKernel(variance=v, lengthscale=0.6).K(X) for v in (20.0, 30.0))
+    old = vb_probit_multiclass(C_old, t, max_iter=20000, tol=1e-14, accelerate=True)
+    cold = vb_probit_multiclass(C_new, t, max_iter=20000, tol=1e-14, accelerate=True)
+    warm = vb_probit_multiclass(C_new, t, max_iter=20000, tol=1e-14, accelerate=True, z_init=old.Y)
+    assert warm.converged and warm.n_iter < cold.n_iter
+    np.testing.assert_allclose(warm.M, cold.M, atol=1e-5)
+    # one plain step from z_init is the Q(f) update (I + K)⁻¹ z̃
+    one = vb_probit_multiclass(C_new, t, max_iter=1, z_init=old.Y, warn=False)
+    np.testing.assert_allclose(one.alpha, np.linalg.solve(np.eye(30) + C_new, old.Y), rtol=1e-9, atol=1e-12)
+    tb = np.where(t == 0, 1, -1)
+    old_b = vb_probit_binary(C_old, tb, max_iter=20000, tol=1e-14, accelerate=True)
+    warm_b = vb_probit_binary(C_new, tb, max_iter=20000, tol=1e-14, accelerate=True, z_init=old_b.Y)
+    cold_b = vb_probit_binary(C_new, tb, max_iter=20000, tol=1e-14, accelerate=True)
+    np.testing.assert_allclose(warm_b.M, cold_b.M, atol=1e-5)
+    with pytest.raises(ValueError, match="not both"):
+        vb_probit_multiclass(C_new, t, alpha_init=old.alpha, z_init=old.Y)
+    with pytest.raises(ValueError, match="z_init must have shape"):
+        vb_probit_multiclass(C_new, t, z_init=old.Y[:, :2])
+
+
 def test_per_class_kernels_match_shared_kernel_when_equal():
     X, t = _toy(20)
     C = SEKernel(variance=2.0, lengthscale=0.9).K(X)

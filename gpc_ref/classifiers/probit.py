@@ -65,8 +65,8 @@ def _warn_if_degenerate(fit, kernels):
 
     The VB bound is not the evidence: as the signal variance vanishes Q becomes exact and the bound
     tends to the constant classifier's evidence n log(1/C), so on overlapping classes the bound can be
-    largest there (the VB chapter, section "When the bound prefers the constant classifier"). One
-    lengthscale at the top is ARD switching an input off, and is not warned about.
+    largest there (the VB chapter, section "When the bound is a good criterion, and when it prefers the
+    constant classifier"). One lengthscale at the top is ARD switching an input off, and is not warned about.
     """
     search = fit.optimization
     low = search.at_bound & (search.theta <= search.bounds[:, 0] + 1e-6)
@@ -100,16 +100,18 @@ class VBProbitGPC(GPCBase):
 
     - ``method="bound"`` (default): maximise the lower bound at the VB fixed point over every kernel
       log-parameter by L-BFGS-B with the exact gradient, stopping on the gradient
-      (:func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound`). Deterministic; on a 200-point,
-      3-class set it took a fifth of the time of the importance sampler (``benchmarks/vb_probit.py``).
-      The bound is not the evidence: where the classes overlap its maximum can be (nearly) the constant
-      classifier, and the estimator then warns (``UserWarning``).
+      (:func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound`; ``benchmarks/vb_probit.py`` times it
+      against softmax Laplace and scikit-learn). Deterministic. The posterior is the one the search
+      computed at the learnt kernel (``hyperparameter_fit_.vb``), not a rerun. The bound is not the
+      evidence: where the classes overlap its maximum can be (nearly) the constant classifier, and the
+      estimator then warns (``UserWarning``); the VB chapter (section "When the bound is a good
+      criterion, and when it prefers the constant classifier") measures when it is a good criterion.
     - ``method="importance_sampling"``: G&R's §4.4, the precisions' posterior means by importance
       sampling with the Exp/Gamma hierarchy (eqs 4.5, 4.7, 4.8;
       :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`), a fixed number of iterations, the
-      signal variance kept. What the paper ran.
+      signal variance kept. What the paper ran. The kernel is then fixed and VB converged.
 
-    then fixes the kernel and converges. ``predict_proba`` is §4.5 / Appendix B.
+    ``predict_proba`` is §4.5 / Appendix B.
 
     Parameters
     ----------
@@ -126,15 +128,18 @@ class VBProbitGPC(GPCBase):
     learning_options : dict or None
         Keyword arguments for the learner: for ``"bound"``, those of
         :func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound` (``fixed``, ``n_restarts``, ``max_iter``,
-        ``tol``, ``vb_tol``, ``vb_max_iter``); for ``"importance_sampling"``, those of
+        ``tol``, ``vb_tol``, ``vb_max_iter``, ``warm_start``); for ``"importance_sampling"``, those of
         :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel` (``n_iter``, ``n_importance_samples``,
         ``prior_shape``, ``prior_rate``, ``include_trace``; the paper: 50 iterations of 500 samples).
     max_iter, tol : int, float
         Limits of the fixed-kernel iterations (stop when the bound rises by less than
-        tol·max(1, |bound|) and the fixed-point residual is below √tol).
+        tol·max(1, |bound|) and the fixed-point residual is below √tol). Used with ``optimize=False`` and
+        with ``method="importance_sampling"``; the bound learner's own iterations take ``vb_tol`` and
+        ``vb_max_iter`` from ``learning_options``.
     accelerate : bool
         SQUAREM extrapolation of the fixed-kernel iterations (same fixed point, far fewer iterations
-        when the kernel variance is large and the plain map contracts slowly).
+        when the kernel variance is large and the plain map contracts slowly). The bound learner always
+        accelerates.
     n_nodes : int
         Gauss–Hermite nodes for the expectations over u.
     two_class : {"binary", "multiclass"}
@@ -150,9 +155,12 @@ class VBProbitGPC(GPCBase):
     lower_bound_ : ndarray
         The bound at every iteration: the learning phase (each value conditioned on that
         iteration's kernel; for ``"bound"``, at every evaluation of the search, NaN where VB failed)
-        followed by the fixed-kernel iterations.
+        followed by the iterations of the posterior at the final kernel (for ``"bound"``, those of
+        the search's evaluation there, warm-started).
     n_iter_ : int
-        Iterations of the fixed-kernel Q(M)/Q(Y) updates.
+        Iterations of the learner when the kernel is learnt (L-BFGS-B iterations for ``"bound"``,
+        importance-sampling iterations for ``"importance_sampling"``), as for the other estimators;
+        otherwise those of the Q(M)/Q(Y) updates. ``posterior_.n_iter`` always counts the latter.
     """
 
     def __init__(
@@ -179,24 +187,26 @@ class VBProbitGPC(GPCBase):
             kernel, learning = _learn_probit_kernel(self, kernel, X, t, binary, n_classes, rng, self.method)
             self.hyperparameter_fit_ = learning
             history.append(learning.trace[:, 0] if self.method == "bound" else learning.lower_bound)
-        K = _probit_covariances(kernel, X)
-        if binary:
-            self.posterior_ = vb_probit_binary(K, t, max_iter=self.max_iter, tol=self.tol, accelerate=self.accelerate)
+        if self.optimize and self.method == "bound":
+            # the learner ran VB to its fixed point at the learnt kernel already (BoundFit.vb): no rerun
+            self.posterior_ = learning.vb
         else:
-            self.posterior_ = vb_probit_multiclass(
-                K,
-                t,
-                n_classes=n_classes,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                likelihood=likelihood,
-                accelerate=self.accelerate,
-            )
+            options = {"max_iter": self.max_iter, "tol": self.tol, "accelerate": self.accelerate}
+            K = _probit_covariances(kernel, X)
+            if binary:
+                self.posterior_ = vb_probit_binary(K, t, **options)
+            else:
+                self.posterior_ = vb_probit_multiclass(K, t, n_classes=n_classes, likelihood=likelihood, **options)
         history.append(self.posterior_.lower_bound)
         self.kernel_ = kernel
         self.lower_bound_ = np.concatenate(history)
         self.log_marginal_likelihood_ = self.posterior_.log_marginal_likelihood_bound
-        self.n_iter_ = self.posterior_.n_iter
+        if not self.optimize:
+            self.n_iter_ = self.posterior_.n_iter
+        elif self.method == "bound":
+            self.n_iter_ = self.hyperparameter_fit_.optimization.n_iter
+        else:
+            self.n_iter_ = len(self.hyperparameter_fit_.lower_bound)
 
     def _predict_latent(self, X):
         """Binary model: mean and variance (m,); C GPs: means (m, C) and diagonal covariances (m, C, C)."""

@@ -681,13 +681,14 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
         state["ep_tol"] = float(np.clip(ep_tol_per_gradient * relative, ep_tol, 1e-3))
         return ep.log_evidence, gradient
 
-    start, free, bounds = theta0, free_theta, theta_box(kernel)
+    start, free, bounds, names = theta0, free_theta, theta_box(kernel), list(kernel.theta_names)
     if learn_epsilon:
         eps_start = epsilon0 if epsilon0 > 0 else 0.01
         start = np.append(theta0, np.log(2.0 * eps_start) - np.log1p(-2.0 * eps_start))
         free, bounds = np.append(free_theta, True), np.vstack([bounds, [-15.0, 15.0]])
+        names.append("logit(2 epsilon)")
     search = maximize(log_evidence, start, bounds=bounds, free=free, n_restarts=n_restarts, rng=rng,
-                      max_iter=max_iter, tol=tol, reset=reset, progress=progress,
+                      max_iter=max_iter, tol=tol, reset=reset, progress=progress, names=names,
                       description="maximize_ep_evidence")  # fmt: skip
     theta, epsilon = unpack(search.theta)
     final_kernel = kernel.with_theta(theta)

@@ -289,6 +289,10 @@ EDGE_MEANINGS = {
     ("log_bias", "lower"): "the bias term is switched off",
     ("log_jitter", "upper"): "the latent noise grows without limit",
     ("log_jitter", "lower"): "the latent noise is switched off",
+    ("logit(2 epsilon)", "lower"): (
+        "the label-noise rate epsilon is (nearly) 0: the evidence prefers the model without label flips"
+    ),
+    ("logit(2 epsilon)", "upper"): "the label-noise rate epsilon is (nearly) 1/2: the labels carry no information",
 }
 
 

@@ -639,7 +639,7 @@ def maximize_kl_bound(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
 
     fit = maximize(objective, kernel.theta, bounds=theta_box(kernel), free=free_mask(kernel, fixed),
                    n_restarts=n_restarts, rng=rng, max_iter=max_iter, tol=tol, reset=reset, progress=progress,
-                   description="maximize_kl_bound")  # fmt: skip
+                   names=kernel.theta_names, description="maximize_kl_bound")  # fmt: skip
     best = kernel.with_theta(fit.theta)
     result = kl_gaussian(best.K(X), y, likelihood, tol=1e-8)
     return KLFit(kernel=best, log_bound=result.log_bound, result=result, converged=fit.converged, optimization=fit)

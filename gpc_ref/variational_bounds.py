@@ -664,6 +664,7 @@ def optimize_lower_bound(
             bounds=bounds,
             free=free,
             extra_starts=extra or None,
+            names=[f"nu[{i}]" for i in range(n)] + list(kernel.theta_names),
             description="optimize_lower_bound",
             **search_options,
         )
@@ -706,6 +707,7 @@ def optimize_lower_bound(
                 free=free_theta,
                 extra_starts=random_thetas or None,
                 reset=reset,
+                names=kernel.theta_names,
                 description="optimize_lower_bound (fixed point)",
                 **search_options,
             )

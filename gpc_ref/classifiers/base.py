@@ -267,7 +267,8 @@ class GPCBase:
         ndarray (m,)
             The label in ``classes_`` of largest probability.
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # first: it raises NotFittedError before fit, before classes_ is read
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Mean accuracy on ``(X, y)``, as scikit-learn's classifiers report it.

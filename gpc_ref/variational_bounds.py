@@ -136,7 +136,7 @@ _NEWTON_STEP_TOL = 1e-9
 def lambda_jj(nu: ArrayLike) -> np.ndarray:
     r"""λ(ν) = (σ(ν) − ½)/(2ν) = tanh(ν/2)/(4ν) (G&M eq 11), with its limit 1/8 at ν = 0.
 
-    λ is even in ν, positive, decreasing in |ν|, and bounded by 1/8, so the
+    λ is even in ν, positive, decreasing in abs(ν), and bounded by 1/8, so the
     lower bound's Gaussian factor never has a negative precision. Near ν = 0 the
     Taylor series :math:`1/8 - \nu^2/96 + \nu^4/960 - 17\nu^6/161280` is used.
 

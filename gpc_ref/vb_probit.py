@@ -384,7 +384,7 @@ def vb_probit_binary(
 
     :math:`I + K` is factorised once. The bound (Appendix C with
     C = 1 and :math:`\mathcal Z_i = \Phi(y_i\mu_i)`) is recorded every iteration;
-    the loop stops when it rises by less than ``tol``·max(1, |bound|) *and* the fixed-point residual
+    the loop stops when it rises by less than ``tol``·max(1, abs(bound)) *and* the fixed-point residual
     (the largest change of :math:`\boldsymbol\alpha` in the last iteration, relative to its size) is below
     :math:`\sqrt{\text{tol}}`: a slowly contracting map can raise the bound by very little per iteration
     while still far from its fixed point.
@@ -483,7 +483,7 @@ def vb_probit_multiclass(
     through :math:`P`, whose row i depends on all of :math:`\boldsymbol\mu_i`.
     The bound of Appendix C is recorded every iteration and never decreases
     (a property the tests check); the loop stops when it rises by less than
-    ``tol``·max(1, |bound|) and the fixed-point residual of :math:`\boldsymbol\alpha` is below
+    ``tol``·max(1, abs(bound)) and the fixed-point residual of :math:`\boldsymbol\alpha` is below
     :math:`\sqrt{\text{tol}}` (as in :func:`vb_probit_binary`).
 
     Parameters

@@ -131,7 +131,7 @@ class VBProbitGPC(GPCBase):
         ``prior_shape``, ``prior_rate``, ``include_trace``; the paper: 50 iterations of 500 samples).
     max_iter, tol : int, float
         Limits of the fixed-kernel iterations (stop when the bound rises by less than
-        tol·max(1, |bound|) and the fixed-point residual is below √tol).
+        tol·max(1, abs(bound)) and the fixed-point residual is below √tol).
     accelerate : bool
         SQUAREM extrapolation of the fixed-kernel iterations (same fixed point, far fewer iterations
         when the kernel variance is large and the plain map contracts slowly).
@@ -144,7 +144,7 @@ class VBProbitGPC(GPCBase):
     ----------
     classes_, kernel_
     log_marginal_likelihood_ : float
-        The variational lower bound on log p(t | X, kernel_) (G&R Appendix C, corrected).
+        The variational lower bound on log p(t | X, ``kernel_``) (G&R Appendix C, corrected).
     posterior_ : VBResult
     hyperparameter_fit_ : BoundFit, KernelLearning or None
     lower_bound_ : ndarray

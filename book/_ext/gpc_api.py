@@ -67,7 +67,7 @@ def _data_entry(module_name, name, obj):
         return [f".. autodata:: {target}"]
     value = " ".join(object_description(obj).split())
     value = value if len(value) <= 300 else value[:297] + "..."
-    return [f".. py:data:: {target}", f"   :value: {value}"]
+    return [f".. py:data:: {name}", f"   :module: {module_name}", f"   :value: {value}"]
 
 
 def _entry(module_name, name, obj):

@@ -49,6 +49,7 @@ Modules, and what each holds:
   ``VBProbitGPC``, ``GibbsProbitGPC``, ``SparseIVM`` (one module per family, ``base`` the contract).
 - :mod:`gpc_ref.plotting`: the book's recurring figures (the only module that needs matplotlib).
 """
+
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 

@@ -73,3 +73,31 @@ def test_the_package_docstring_lists_every_module():
         if module != "gpc_ref" and module.count(".") == 1:
             short = module.removeprefix("gpc_ref.")
             assert re.search(rf":mod:`~?gpc_ref\.{short}`", docstring), f"the package docstring does not list {short}"
+
+
+def _math_blocks_without_a_plain_statement(docstring):
+    """The ``.. math::`` blocks whose preceding paragraph is not plain text (help() shows raw TeX only there)."""
+    lines = docstring.splitlines()
+    bad = []
+    for number, line in enumerate(lines):
+        if line.strip().startswith(".. math::"):
+            before = [text.strip() for text in lines[:number] if text.strip()]
+            if not before or before[-1].startswith("..") or ":math:" in before[-1]:
+                bad.append(line.strip()[:60])
+    return bad
+
+
+def test_the_functions_students_implement_read_plainly_under_help():
+    """The reference of each self-check (what a student reads with help()) has no inline :math: role,
+    and a plain statement before each displayed formula, so that help() reads as text."""
+    import gpc_ref.selfcheck as selfcheck
+
+    for name in selfcheck.available():
+        module = next(
+            m
+            for m in modules()
+            if m != "gpc_ref.selfcheck" and inspect.isfunction(getattr(importlib.import_module(m), name, None))
+        )
+        docstring = getattr(importlib.import_module(module), name).__doc__
+        assert ":math:" not in docstring, f"{module}.{name}: inline :math: roles read as raw TeX under help()"
+        assert not _math_blocks_without_a_plain_statement(docstring), f"{module}.{name}"

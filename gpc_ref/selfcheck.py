@@ -131,6 +131,11 @@ class _Check:
     cases: Callable[[], list[_Case]]
     in_place: tuple[int, ...] = ()  # positions of arguments the function updates in place (read back as fields)
 
+    def reference_name(self) -> str:
+        """The reference function's full name, e.g. ``gpc_ref.laplace.laplace_mode``."""
+        reference = self.reference
+        return f"{reference.__module__}.{reference.__name__}"
+
 
 # ------------------------------------------------------------------------------------------------ problems
 def _fmt(values, digits: int = 4) -> str:
@@ -569,12 +574,10 @@ def describe(name: str) -> str:
         A printable description.
     """
     spec = _get(name)
-    module = spec.reference.__module__
     required = [f.name for f in spec.fields if f.required]
     optional = [f.name for f in spec.fields if not f.required]
     lines = [
-        f"{name}: your implementation of the book's algorithm box {spec.box}, checked against "
-        f"{module}.{spec.reference.__name__}.",
+        f"{name}: your implementation of the book's algorithm box {spec.box}, checked against {spec.reference_name()}.",
         f"Called as {spec.call}.",
         f"Compared: {', '.join(required)}"
         + (f"; also {', '.join(optional)} if your result has them (by name)" if optional else "")
@@ -741,6 +744,6 @@ def check(name: str, function: Callable) -> CheckResult:
     compared = ", ".join(f.name for f in spec.fields if f.required)
     message = (
         f"{name}: passed all {len(cases)} cases ({titles}): {compared} agree with "
-        f"{spec.reference.__module__}.{spec.reference.__name__} within the tolerances."
+        f"{spec.reference_name()} within the tolerances."
     )
     return CheckResult(name, True, message, len(cases), len(cases))

@@ -142,7 +142,11 @@ def _resolve_reexport(app, env, node, contnode):
     """Resolve a Python reference to a re-exported name to the entry where the object is defined."""
     if node.get("refdomain") != "py":
         return None
-    canonical = _canonical_name(node.get("reftarget", ""))
+    target = node.get("reftarget", "")
+    module = node.get("py:module")
+    if not target.startswith("gpc_ref.") and module:  # a short name inside a docstring: gpc_ref's SEKernel
+        target = f"{module}.{target}"
+    canonical = _canonical_name(target)
     if canonical is None or canonical == node.get("reftarget"):
         return None
     domain = env.get_domain("py")

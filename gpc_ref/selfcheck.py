@@ -139,10 +139,12 @@ class _Check:
 
 # ------------------------------------------------------------------------------------------------ problems
 def _fmt(values, digits: int = 4) -> str:
-    """A compact printout of a small array (at most 12 entries shown)."""
+    """A compact printout of a small array (a matrix of up to 30 entries row by row; else at most 12 entries)."""
     array = np.asarray(values, dtype=float)
     if array.ndim == 0:
         return f"{float(array):.{digits}g}"
+    if array.ndim == 2 and array.size <= 30:  # a small matrix (e.g. the inputs X) row by row
+        return "[" + ", ".join("[" + ", ".join(f"{v:.{digits}g}" for v in row) + "]" for row in array) + "]"
     flat = array.ravel()
     shown = ", ".join(f"{v:.{digits}g}" for v in flat[:12])
     more = f", … ({flat.size} entries, shape {array.shape})" if flat.size > 12 else ""

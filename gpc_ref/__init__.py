@@ -2,11 +2,54 @@
 
 Each method is a plain function whose body follows the paper's equations (the module docstrings
 give the equation numbers); the seven estimators wrap them with one scikit-learn-style contract
-(:mod:`gpc_ref.classifiers`).
+(:mod:`gpc_ref.classifiers`). ``import gpc_ref`` gives the estimators, :class:`SEKernel`,
+:class:`ConvergenceWarning` and :class:`NotFittedError`; everything else is imported from its
+module, e.g. ``from gpc_ref.laplace import laplace_mode``. The book's Reference part has one page
+per module.
 
-Modules: kernels, linalg, likelihoods, gaussian_integrals, hyperparameters, laplace,
-laplace_multiclass, hmc, variational_bounds, ep, kl, vb_probit, gibbs, ivm, exact, datasets, metrics,
-validation, progress, classifiers, plotting (the only one that needs matplotlib).
+Modules, and what each holds:
+
+- :mod:`gpc_ref.kernels`: the squared-exponential ARD kernel ``SEKernel`` (bias, jitter, log
+  parameters, ``K`` and its gradients), per-class kernels.
+- :mod:`gpc_ref.linalg`: Cholesky with reported jitter, triangular solves, log-determinants (the
+  only module that factorises), ``JitterWarning``.
+- :mod:`gpc_ref.likelihoods`: logistic, probit, label-noise and multinomial-probit likelihoods and
+  their derivatives.
+- :mod:`gpc_ref.gaussian_integrals`: sigmoid, probit and softmax against a Gaussian (MacKay, the
+  erf mixture, Gauss–Hermite, cubature, quasi-Monte Carlo).
+- :mod:`gpc_ref.hyperparameters`: Williams & Barber's coordinates and priors, and ``maximize``, the
+  one maximiser every learning method uses.
+- :mod:`gpc_ref.laplace`: the binary Laplace mode, evidence and its gradient, predictions, MAP
+  hyperparameters.
+- :mod:`gpc_ref.laplace_multiclass`: the softmax Laplace approximation in O(Cn³).
+- :mod:`gpc_ref.hmc`: Hybrid Monte Carlo, and HMC over the Laplace hyperparameters.
+- :mod:`gpc_ref.variational_bounds`: the Jaakkola–Jordan lower and upper bounds, their gradients
+  and predictions.
+- :mod:`gpc_ref.ep`: expectation propagation (sequential and parallel), its evidence, gradient and
+  predictions.
+- :mod:`gpc_ref.ep_learning`: EM-EP (``em_ep``) and direct maximisation of the EP evidence.
+- :mod:`gpc_ref.kl`: the KL method (Opper & Archambeau; Nickisch & Rasmussen): the best Gaussian lower
+  bound on the evidence, its gradient, predictions and learning.
+- :mod:`gpc_ref.vb_probit`: variational Bayes for the binary and multinomial probit models.
+- :mod:`gpc_ref.vb_probit_learning`: learning the VB probit kernel (importance sampling, the bound's
+  gradient).
+- :mod:`gpc_ref.gibbs`: Albert–Chib Gibbs samplers for the binary and multinomial probit models.
+- :mod:`gpc_ref.ivm`: the sparse multi-class informative vector machine.
+- :mod:`gpc_ref.exact`: ground truth for small problems: quadrature, elliptical slice sampling,
+  annealed importance sampling, probit orthant probabilities, and the effective sample size of a
+  chain (``autocorrelation``, ``effective_sample_size``).
+- :mod:`gpc_ref.selfcheck`: checks of a student's implementation of an algorithm box against the
+  reference.
+- :mod:`gpc_ref.metrics`: error rates with error bars, test log-likelihood, Brier score, calibration.
+- :mod:`gpc_ref.datasets`: the papers' data sets (offline) and synthetic generators, splits,
+  ``Standardizer``.
+- :mod:`gpc_ref.reproduction`: the reproduction scoreboard: ``record``, ``agreement``, stored results.
+- :mod:`gpc_ref.validation`: every input check, ``ConvergenceWarning`` and ``NotFittedError``.
+- :mod:`gpc_ref.threads`: limiting BLAS threads in the small-matrix loops.
+- :mod:`gpc_ref.progress`: progress bars for long runs (quiet by default).
+- :mod:`gpc_ref.classifiers`: the estimators ``LaplaceGPC``, ``VariationalBoundsGPC``, ``EPGPC``,
+  ``KLGPC``, ``VBProbitGPC``, ``GibbsProbitGPC``, ``SparseIVM`` (one module per family, ``base`` the contract).
+- :mod:`gpc_ref.plotting`: the book's recurring figures (the only module that needs matplotlib).
 """
 
 from importlib.metadata import PackageNotFoundError

@@ -151,33 +151,34 @@ class TiltedMoments:
 def tilted_moments(
     y: ArrayLike, mean_cav: ArrayLike, var_cav: ArrayLike, *, epsilon: float = 0.0, latent_noise: float = 1.0
 ) -> TiltedMoments:
-    r"""Moments of :math:`p(y|f)\,N(f|\mu_{-i},\sigma^2_{-i})` for :math:`p(y|f)=\epsilon+(1-2\epsilon)\Phi(yf/\sqrt s)`.
+    r"""Moments of the tilted distribution p(y | f) N(f | mean_cav, var_cav): step 2 of EP's site update.
 
-    With :math:`\kappa = \sqrt{s + \sigma^2_{-i}}`, :math:`z = y\mu_{-i}/\kappa` and
-    :math:`r = (1-2\epsilon)\phi(z)/Z_i`,
+    The likelihood is p(y | f) = ε + (1 − 2ε) Φ(y f / √s), with ε = ``epsilon`` and s =
+    ``latent_noise``. With κ = √(s + var_cav), z = y · mean_cav / κ and r = (1 − 2ε) φ(z) / Z_i,
+    the normaliser Z_i and its derivatives α_i = ∂ log Z_i / ∂μ₋ᵢ and β_i = −∂² log Z_i / ∂μ₋ᵢ²
+    in the cavity mean are
 
     .. math:: Z_i = \epsilon + (1-2\epsilon)\Phi(z), \qquad
               \alpha_i = \frac{y\,r}{\kappa}, \qquad \beta_i = \frac{r\,(z + r)}{\kappa^2}.
 
-    This is K&G's step 2 (with :math:`s = 0`; their :math:`\alpha_i` is our :math:`y_i\alpha_i`)
-    and GPML eqs 3.58 (with :math:`\epsilon = 0`, :math:`s = 1`). All of it is computed in log
-    space, so a cavity that predicts the wrong label with :math:`z = -40` still gives finite
-    numbers. For :math:`\epsilon > 0`, :math:`\beta_i` is negative when :math:`z` is far below 0:
-    the tilted distribution is then *wider* than the cavity.
+    This is K&G's step 2 (with s = 0; their α_i is our y_i α_i) and GPML eqs 3.58 (with ε = 0,
+    s = 1). All of it is computed in log space, so a cavity that predicts the wrong label with
+    z = −40 still gives finite numbers. For ε > 0, β_i is negative when z is far below 0: the
+    tilted distribution is then *wider* than the cavity.
 
     Parameters
     ----------
     y : array_like
         Labels in {−1, +1}, used as given (not checked: this is the inner step of EP).
     mean_cav, var_cav : array_like
-        Cavity means :math:`\mu_{-i}` and variances :math:`\sigma^2_{-i}`; all three broadcast.
+        Cavity means μ₋ᵢ and variances σ²₋ᵢ; all three broadcast.
     epsilon, latent_noise : float
-        :math:`\epsilon` and :math:`s` of the likelihood (:func:`site_likelihood`).
+        ε and s of the likelihood (:func:`site_likelihood`).
 
     Returns
     -------
     TiltedMoments
-        :math:`\log Z_i, \alpha_i, \beta_i` with the broadcast shape of the inputs.
+        log Z_i, α_i and β_i, with the broadcast shape of the inputs.
     """
     y = np.asarray(y, dtype=float)
     mean_cav = np.asarray(mean_cav, dtype=float)
@@ -542,29 +543,36 @@ def expectation_propagation(
     r"""EP for binary GP classification, sequential (K&G §3 steps 1–4; GPML Algorithm 3.5) or parallel.
 
     **Sequential** (``schedule="sequential"``, K&G's algorithm): each sweep visits the sites
-    :math:`i = 1..n` in order and for each
+    i = 1, …, n in order, and for each
 
-    1. forms the cavity :math:`\tau_{-i} = \sigma_i^{-2} - \tilde\tau_i`,
-       :math:`\nu_{-i} = \sigma_i^{-2}\mu_i - \tilde\nu_i` (K&G step 1, GPML eq 3.56);
-    2. computes :math:`\log Z_i, \alpha_i, \beta_i` of the tilted distribution (K&G step 2,
-       :func:`tilted_moments`);
-    3. sets the site so that :math:`q` matches the tilted mean and variance (K&G step 3, GPML eq 3.59):
-       :math:`\tilde\tau_i = \beta_i/(1 - \sigma_{-i}^2\beta_i)`,
-       :math:`\tilde\nu_i = (\alpha_i + \mu_{-i}\beta_i)/(1 - \sigma_{-i}^2\beta_i)`,
-       optionally damped, :math:`\tilde\tau_i \leftarrow \delta\,\tilde\tau_i^{new} + (1-\delta)\tilde\tau_i^{old}`;
-    4. updates the posterior by the rank-one formula
-       :math:`\Sigma \leftarrow \Sigma - \frac{\Delta\tilde\tau_i}{1 + \Delta\tilde\tau_i\Sigma_{ii}}\mathbf s_i\mathbf s_i^T`
-       (K&G step 4 without re-inverting :math:`C^{-1} + \Lambda^{-1}`; GPML Alg. 3.5);
+    1. forms the cavity, the marginal of f_i without site i, from the posterior marginal
+       N(μ_i, σ_i²) (K&G step 1, GPML eq 3.56):
 
-    and :math:`\Sigma, \boldsymbol\mu` are recomputed from the sites before every sweep
-    (:func:`posterior_from_sites`) so that rounding errors do not accumulate.
+       .. math:: \tau_{-i} = \sigma_i^{-2} - \tilde\tau_i, \qquad \nu_{-i} = \sigma_i^{-2}\mu_i - \tilde\nu_i;
+
+    2. computes log Z_i, α_i and β_i of the tilted distribution (K&G step 2, :func:`tilted_moments`);
+    3. sets the site precision τ̃_i and the site's ν̃_i so that q matches the tilted mean and
+       variance (K&G step 3, GPML eq 3.59), optionally damped by δ = ``damping``:
+
+       .. math:: \tilde\tau_i = \frac{\beta_i}{1 - \sigma_{-i}^2\beta_i}, \qquad
+                 \tilde\nu_i = \frac{\alpha_i + \mu_{-i}\beta_i}{1 - \sigma_{-i}^2\beta_i}, \qquad
+                 \tilde\tau_i \leftarrow \delta\,\tilde\tau_i^{new} + (1-\delta)\,\tilde\tau_i^{old};
+
+    4. updates the posterior covariance Σ by a rank-one formula, with s_i the i-th column of Σ
+       and Δτ̃_i the change of the site precision (K&G step 4 without re-inverting their
+       C⁻¹ + Λ⁻¹; GPML Alg. 3.5):
+
+       .. math:: \Sigma \leftarrow \Sigma - \frac{\Delta\tilde\tau_i}{1 + \Delta\tilde\tau_i\Sigma_{ii}}\,\mathbf s_i\mathbf s_i^T;
+
+    and Σ and μ are recomputed from the sites before every sweep (:func:`posterior_from_sites`)
+    so that rounding errors do not accumulate.
 
     **Parallel** (``schedule="parallel"``; Minka 2001, van Gerven et al. 2010, GPstuff's parallel EP):
-    steps 1–3 for all sites at once from the same :math:`q`, then one recomputation of the marginals
-    (:func:`site_marginals`: one Cholesky and one triangular solve per sweep instead of :math:`n`
+    steps 1–3 for all sites at once from the same q, then one recomputation of the marginals
+    (:func:`site_marginals`: one Cholesky and one triangular solve per sweep instead of n
     memory-bound rank-one updates). Its fixed points are those of sequential EP; it may oscillate
     where sequential EP does not, so whenever a sweep changes the sites more than the sweep before,
-    the damping is multiplied by 0.7 (down to 0.05), and a step that would make :math:`q` improper
+    the damping is multiplied by 0.7 (down to 0.05), and a step that would make q improper
     (possible with negative site precisions) is halved until it does not; damping does not move the
     fixed points.
 
@@ -575,15 +583,15 @@ def expectation_propagation(
     Parameters
     ----------
     K : ndarray (n, n)
-        Prior covariance :math:`C` (K&G eq 10; their latent noise :math:`v_2` on the diagonal).
+        Prior covariance C (K&G eq 10; their latent noise v₂ on the diagonal).
     y : array (n,)
         Labels in {−1, +1} (or {0, 1}).
     likelihood : ProbitLikelihood or LabelNoiseLikelihood
         Default ``ProbitLikelihood()``.
     tau, nu : ndarray (n,), optional
-        Initial sites (a warm start); default 0, i.e. :math:`q` = prior (K&G: :math:`v_i = \infty`).
+        Initial sites (a warm start); default 0, i.e. q = prior (K&G: v_i = ∞).
     schedule : {"sequential", "parallel"}
-        Update the sites one at a time (K&G) or all from the same :math:`q`.
+        Update the sites one at a time (K&G) or all from the same q.
     damping : float in (0, 1]
         1 is plain EP; smaller values help when negative site precisions (or the parallel schedule)
         make EP oscillate.

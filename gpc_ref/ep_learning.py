@@ -349,7 +349,7 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     that of :math:`\log Z_{EP}` (K&G eq 14 = GPML eq 5.27 at :math:`q = q_{EP}`), and zero. So after every
     E-step the gradient of the EP evidence (:func:`~gpc_ref.ep.ep_evidence_gradient`, cheap once EP has
     run) is projected on the box of the learnt log-parameters, and EM stops when its largest component
-    is at most ``tol × max(1, |log Z_EP|)`` and ε no longer changes. A small change of the evidence
+    is at most ``tol × max(1, abs(log Z_EP))`` and ε no longer changes. A small change of the evidence
     between iterations is *not* enough: EM can creep along a ridge for hundreds of iterations with
     gains of 1e-5 while the gradient is still large. Otherwise a
     :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient norm.
@@ -625,7 +625,7 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
         those of a fixed point).
     ep_tol_per_gradient : float
         Farther from the optimum EP stops at this multiple of the previous evaluation's relative gradient
-        (largest component over max(1, |log Z_EP|)), between ``ep_tol`` and 1e-3; 0 runs every evaluation
+        (largest component over max(1, abs(log Z_EP))), between ``ep_tol`` and 1e-3; 0 runs every evaluation
         to ``ep_tol``. The gradient's error is a few times EP's site tolerance and log Z_EP's error is
         second order in it (measured on 400 biopsies), so the default keeps the gradient within a few per
         cent of itself while saving sweeps; the EP chapter (section "EM-EP against direct maximisation")

@@ -188,37 +188,37 @@ def adf_include(
     n: int,
     kernel_of_class: np.ndarray,
 ) -> None:
-    r"""Include point ``n`` (the book's point :math:`i`) at step ``step``: G&R eqs 5.1–5.4 for every class, in place.
+    r"""Include point ``n`` (the book's point i) at step ``step``: G&R eqs 5.1–5.4 for every class, in place.
 
-    Conditioning :math:`Q(\mathbf f^c) = N(\boldsymbol\mu^c, \Sigma_c)` on one unit-noise
-    observation :math:`\widetilde z_i^c` of :math:`f_i^c` is the rank-one update
+    Conditioning the posterior Q(f^c) = N(μ^c, Σ_c) of class c on one unit-noise observation z̃_i^c
+    of f_i^c is a rank-one update, with σ_ci the i-th column of Σ_c and s_ci its i-th diagonal
+    entry:
 
     .. math:: \Sigma_c \leftarrow \Sigma_c - \frac{\boldsymbol\sigma_{ci}\boldsymbol\sigma_{ci}^T}{1 + s_{ci}},
               \qquad
               \boldsymbol\mu^c \leftarrow \boldsymbol\mu^c
-              + \frac{\widetilde z_i^c - \mu_i^c}{1 + s_{ci}}\,\boldsymbol\sigma_{ci},
+              + \frac{\widetilde z_i^c - \mu_i^c}{1 + s_{ci}}\,\boldsymbol\sigma_{ci}.
 
-    with :math:`\boldsymbol\sigma_{ci}` the i-th column of :math:`\Sigma_c`. Storing
-    :math:`\Sigma_c = K_c - M_c^T M_c` makes the first a new row of :math:`M_c` (eq 5.3) and a
-    change of its diagonal (eq 5.2). Every right-hand side uses :math:`s_{ci}` *before* eq 5.2
-    changes it. Cost :math:`O(G\,n\,l)` at step :math:`l`.
+    Storing Σ_c = K_c − M_cᵀM_c makes the first a new row σ_ciᵀ/√(1 + s_ci) of M_c (eq 5.3) and a
+    change of its diagonal (eq 5.2). Every right-hand side uses s_ci *before* eq 5.2 changes it.
+    Cost O(G n l) at step l.
 
     Parameters
     ----------
     M : ndarray (G, S, n)
         Low-rank factors; row ``step`` of each ``M[g]`` is written.
     var : ndarray (G, n)
-        Posterior variances :math:`\mathbf s` of each kernel group; updated.
+        Posterior variances s of each kernel group; updated.
     mean : ndarray (n, C)
-        Posterior means :math:`\boldsymbol\mu^c`, one column per class; updated.
+        Posterior means μ^c, one column per class; updated.
     column : ndarray (G, n)
-        Column i of each prior covariance, :math:`\mathbf k_{gi}` (jitter included at entry i).
+        Column i of each prior covariance, k_gi (jitter included at entry i).
     shift : ndarray (C,)
-        :math:`p_i^c = \widetilde z_i^c - \mu_i^c` for this point (G&R eqs 4.3–4.4).
+        The shifts p_i^c = z̃_i^c − μ_i^c of this point's site values (G&R eqs 4.3–4.4).
     step : int
         How many points were included before this one (l − 1 in G&R's 1-based count).
     n : int
-        Index :math:`i` of the point being included.
+        Index i of the point being included.
     kernel_of_class : ndarray (C,)
         Kernel group g of each class c.
     """

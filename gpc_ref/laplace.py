@@ -182,39 +182,36 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
                  f_init: ArrayLike | None = None, tol: float = 1e-9, max_iter: int = 100) -> LaplaceMode:  # fmt: skip
     r"""Posterior mode of the latent values and the Laplace approximation around it.
 
-    Newton's method on :math:`\Psi(\mathbf f) = \log p(\mathbf y|\mathbf f) - \tfrac12\mathbf f^TK^{-1}\mathbf f`
-    (W&B 1997 eqs 3, 5–7):
+    Newton's method on Ψ(f) = log p(y | f) − ½ fᵀK⁻¹f (W&B 1997 eqs 3, 5–7), with W the negative
+    Hessian of log p(y | f) (diagonal), t = (y + 1)/2 and π the class-1 probabilities at f:
 
     .. math:: \mathbf f^{new} = (K^{-1} + W)^{-1}\bigl(W\mathbf f + \nabla\log p(\mathbf y|\mathbf f)\bigr)
               = K (I + WK)^{-1}\bigl(W\mathbf f + \mathbf t - \boldsymbol\pi\bigr),
 
-    computed in the stable form of GPML Algorithm 3.1: with :math:`B = I + W^{1/2}KW^{1/2} = LL^T`,
-    :math:`\mathbf b = W\mathbf f + \nabla\log p`, :math:`\mathbf a = \mathbf b - W^{1/2}B^{-1}W^{1/2}K\mathbf b`
-    and :math:`\mathbf f^{new} = K\mathbf a`. Only :math:`B` is factorised (its eigenvalues are ≥ 1, so
-    this works even when :math:`K` is singular), once per step.
+    computed in the stable form of GPML Algorithm 3.1: factorise B = I + W½KW½ = LLᵀ, then
+    b = W f + ∇log p, a = b − W½ B⁻¹ W½ K b and f_new = K a. Only B is factorised (its eigenvalues
+    are ≥ 1, so this works even when K is singular), once per step.
 
-    If a full step lowers :math:`\Psi` it is halved until :math:`\Psi` increases (a safeguard: for a
-    concave :math:`\Psi` the full step almost always succeeds); a halved step never counts as converged.
+    If a full step lowers Ψ it is halved until Ψ increases (a safeguard: for a concave Ψ the full
+    step almost always succeeds); a halved step never counts as converged.
 
-    Convergence (W&B 1997 §2.3, who used 1e-4): the mean relative change of the elements of
-    :math:`W` between consecutive iterates is below ``tol``. :math:`W` is an even function of each
-    :math:`f_i`, flat at :math:`f_i = 0` (:math:`\partial W/\partial f = 0` at :math:`\pi = ½`), so that
-    rule alone cannot see sign changes and barely sees moves near zero; we therefore also require the
-    change of :math:`\Psi` to be below ``tol × max(1, |Ψ|)``, and the gradient
-    :math:`\nabla\Psi = \nabla\log p(\mathbf y|\mathbf f) - K^{-1}\mathbf f` to be below
-    ``√tol × max(1, max|∇log p|)`` in every component (``gradient_norm``): a mode is reported
-    converged only when it is one.
+    Convergence (W&B 1997 §2.3, who used 1e-4): the mean relative change of the elements of W
+    between consecutive iterates is below ``tol``. W is an even function of each f_i, flat at
+    f_i = 0 (∂W/∂f = 0 at π = ½), so that rule alone cannot see sign changes and barely sees moves
+    near zero; we therefore also require the change of Ψ to be below ``tol × max(1, |Ψ|)``, and the
+    gradient ∇Ψ = ∇log p(y | f) − K⁻¹f to be below ``√tol × max(1, max|∇log p|)`` in every
+    component (``gradient_norm``): a mode is reported converged only when it is one.
 
     Parameters
     ----------
     K : ndarray (n, n)
         Prior covariance of the latent values (jitter included, as ``SEKernel.K(X)`` returns it).
     y : array (n,)
-        Labels in {−1, +1} (or {0, 1}, W&B's :math:`t`).
+        Labels in {−1, +1} (or {0, 1}, W&B's t).
     likelihood : LogisticLikelihood (default), ProbitLikelihood, or any log-concave likelihood
         with ``log_p(y, f)`` and ``derivatives(y, f)``.
     f_init : array (n,), optional
-        Starting point; default :math:`\mathbf f = 0` (W&B: "initialized each time with π = 0.5").
+        Starting point; default f = 0 (W&B: "initialized each time with π = 0.5").
     tol : float
         Convergence tolerance (see above).
     max_iter : int
@@ -224,7 +221,7 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
     Returns
     -------
     LaplaceMode
-        The mode, the factor ``L`` of :math:`B` there, the log evidence and Newton's diagnostics.
+        The mode, the factor ``L`` of B there, the log evidence and Newton's diagnostics.
 
     References
     ----------
@@ -292,7 +289,10 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
 
 
 def laplace_evidence_gradient(mode: LaplaceMode, K: np.ndarray, dK: np.ndarray) -> np.ndarray:
-    r"""Exact gradient of the approximate log evidence :math:`\log q(\mathbf y|X,\theta)`.
+    r"""Exact gradient of the approximate log evidence log q(y | X, θ), given the mode.
+
+    The gradient has an explicit part, at the fixed mode f̂, and an implicit part through the
+    mode's dependence on θ_j:
 
     .. math::
         \frac{\partial\log q}{\partial\theta_j} =
@@ -300,12 +300,15 @@ def laplace_evidence_gradient(mode: LaplaceMode, K: np.ndarray, dK: np.ndarray) 
         - \tfrac12\operatorname{tr}\Bigl(R\frac{\partial K}{\partial\theta_j}\Bigr)}_{\text{explicit}}
         + \sum_i \frac{\partial\log q}{\partial\hat f_i}\frac{\partial\hat f_i}{\partial\theta_j},
 
-    with :math:`R = W^{1/2}B^{-1}W^{1/2} = (W^{-1}+K)^{-1}`,
-    :math:`\partial\log q/\partial\hat f_i = \tfrac12[(K^{-1}+W)^{-1}]_{ii}\,\partial^3\log p(y_i|\hat f_i)/\partial\hat f_i^3`
-    (only :math:`\tfrac12\log|B|` depends on :math:`\hat f` once :math:`\nabla\Psi = 0`), and the
-    implicit term of W&B 1997 §2.3,
-    :math:`\partial\hat{\mathbf f}/\partial\theta_j = (I + KW)^{-1}(\partial K/\partial\theta_j)(\mathbf t - \hat{\boldsymbol\pi})`
-    with :math:`(I+KW)^{-1} = I - KR`.
+    with R = W½B⁻¹W½ = (W⁻¹ + K)⁻¹. Once ∇Ψ = 0 only ½ log det B depends on f̂, so
+
+    .. math:: \frac{\partial\log q}{\partial\hat f_i} = \tfrac12\bigl[(K^{-1}+W)^{-1}\bigr]_{ii}
+              \frac{\partial^3\log p(y_i|\hat f_i)}{\partial\hat f_i^3};
+
+    and the mode moves with θ_j as (the implicit term of W&B 1997 §2.3), where (I + KW)⁻¹ = I − KR:
+
+    .. math:: \frac{\partial\hat{\mathbf f}}{\partial\theta_j} = (I + KW)^{-1}
+              \frac{\partial K}{\partial\theta_j}(\mathbf t - \hat{\boldsymbol\pi}).
 
     Parameters
     ----------
@@ -314,12 +317,12 @@ def laplace_evidence_gradient(mode: LaplaceMode, K: np.ndarray, dK: np.ndarray) 
     K : ndarray (n, n)
         The covariance the mode was found with.
     dK : ndarray (P, n, n)
-        :math:`\partial K/\partial\theta_j` for every parameter (``SEKernel.gradients(X)``).
+        ∂K/∂θ_j for every parameter (``SEKernel.gradients(X)``).
 
     Returns
     -------
     ndarray (P,)
-        :math:`\partial\log q/\partial\theta_j`, one entry per slice of ``dK``.
+        ∂ log q / ∂θ_j, one entry per slice of ``dK``.
 
     References
     ----------
@@ -361,19 +364,21 @@ class LaplaceEvidence:
 def laplace_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                      likelihood: BinaryLikelihood | None = None, f_init: ArrayLike | None = None,
                      tol: float = 1e-9, max_iter: int = 100) -> LaplaceEvidence:  # fmt: skip
-    r"""Approximate log evidence :math:`\log q(\mathbf y|X,\theta)` and its gradient in ``kernel.theta``.
+    r"""Approximate log evidence log q(y | X, θ) and its gradient in ``kernel.theta``.
+
+    At the mode f̂ of :func:`laplace_mode`, with B = I + W½KW½,
 
     .. math:: \log q(\mathbf y|X,\theta) = \log p(\mathbf y|\hat{\mathbf f})
               - \tfrac12\hat{\mathbf f}^TK^{-1}\hat{\mathbf f} - \tfrac12\log|B|,
 
-    which is W&B 1997 eq 10, :math:`\Psi(\hat{\mathbf y}) - \tfrac12\log|K^{-1}+W| + \tfrac n2\log 2\pi`,
-    after the constants of :math:`\Psi` are combined (:math:`|K||K^{-1}+W| = |B|`). The gradient
+    which is W&B 1997 eq 10, Ψ(ŷ) − ½ log det(K⁻¹ + W) + (n/2) log 2π, after the constants of Ψ are
+    combined (det(K) det(K⁻¹ + W) = det(B)). The gradient
     includes the implicit dependence of the mode on θ (see :func:`laplace_evidence_gradient`).
 
     Parameters
     ----------
     kernel : SEKernel
-        Gives :math:`K` at ``X`` and the parameters θ of the gradient.
+        Gives K at ``X`` and the parameters θ of the gradient.
     X : ndarray (n, D)
         Training inputs.
     y, likelihood, f_init, tol, max_iter

@@ -321,9 +321,9 @@ def softmax_laplace_mode(
     """Mode of the multi-class softmax GP posterior and the Laplace approximation there.
 
     Newton's method (W&B 1998 App. C) in the O(C n³) form of GPML Algorithm 3.3, with step
-    halving whenever a full step would decrease :math:`\\Psi` (the objective is concave, so a
+    halving whenever a full step would decrease Ψ (the objective is concave, so a
     full Newton step almost always succeeds; the halving only guards extreme hyperparameters).
-    Where no halved step raises :math:`\\Psi`, or :data:`MAX_DAMPED_STEPS` steps in a row had to be
+    Where no halved step raises Ψ, or :data:`MAX_DAMPED_STEPS` steps in a row had to be
     halved, the Newton direction is spoilt by rounding (a covariance with eigenvalues of 1e8 and more)
     and Newton stops, unconverged, instead of crawling on to ``max_iter``.
 
@@ -340,8 +340,7 @@ def softmax_laplace_mode(
         a given start is always taken, later ones are halved if they decrease Ψ.
     tol : float
         Stop when Ψ changes by less than ``tol·max(1, |Ψ|)`` between iterations *and* every
-        component of :math:`\\nabla\\Psi = \\mathbf t - \\boldsymbol\\pi - K^{-1}\\mathbf f` is below
-        :math:`\\sqrt{\\text{tol}}`. (W&B 1998 stop when the mean relative change of the elements of W is
+        component of the gradient ∇Ψ = t − π − K⁻¹f is below √tol. (W&B 1998 stop when the mean relative change of the elements of W is
         below 1e-4; a test on Ψ is scale free, and the gradient test makes "converged" mean a mode.)
     max_iter : int
         Maximum number of Newton iterations; reaching it gives a :class:`ConvergenceWarning`
@@ -354,14 +353,14 @@ def softmax_laplace_mode(
 
     Notes
     -----
-    :math:`W = D - \\Pi\\Pi^T` is singular (:math:`W\\mathbf 1_i = 0` for the vector that adds the
-    same amount to every class at point :math:`i`, because the softmax is invariant to it), but the
-    Newton matrix :math:`K^{-1} + W` is positive definite whenever K is, so the step is well defined.
+    W = D − ΠΠᵀ is singular (W 1_i = 0 for the vector 1_i that adds the same amount to every class
+    at point i, because the softmax is invariant to it), but the Newton matrix K⁻¹ + W is positive
+    definite whenever K is, so the step is well defined.
 
     References
     ----------
     [WB98] §4 and App. C; [GPML] Alg. 3.3 and eqs 3.38–3.45. GPML's Alg. 3.3 omits
-    :math:`\\sum_i \\log M_{ii}` from :math:`\\log q`; it is included here (W&B 1998 App. C
+    Σ_i log M_ii from log q; it is included here (W&B 1998 App. C
     determinant identity), and the test suite checks the result against the dense determinant.
     """
     Y = check_one_hot(Y)

@@ -11,7 +11,7 @@ Notation (book symbol ← code name):
   (K&G's :math:`v_2`).
 
 All log-likelihoods are evaluated in log space (``np.logaddexp``,
-``scipy.special.log_ndtr``) so that they stay finite for |f| in the hundreds.
+``scipy.special.log_ndtr``) so that they stay finite for f in the hundreds, of either sign.
 
 References
 ----------

@@ -60,7 +60,7 @@ class CholeskyFactor:
 
     @property
     def log_det(self) -> float:
-        """log |A + jitter·I|."""
+        """log det(A + jitter·I)."""
         return log_det(self.L)
 
 
@@ -169,7 +169,7 @@ def cho_solve(L: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def log_det(L: np.ndarray) -> float:
-    """log |L Lᵀ| = 2 Σ log L_ii.
+    """log det(L Lᵀ) = 2 Σ log L_ii.
 
     Parameters
     ----------

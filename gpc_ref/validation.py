@@ -806,7 +806,7 @@ def check_bool(value: bool, name: str) -> bool:
 
     Parameters
     ----------
-    value : bool or numpy.bool_
+    value : bool or ``numpy.bool_``
         The flag.
     name : str
         Its argument name.

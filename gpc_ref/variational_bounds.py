@@ -136,7 +136,7 @@ _NEWTON_STEP_TOL = 1e-9
 def lambda_jj(nu: ArrayLike) -> np.ndarray:
     r"""λ(ν) = (σ(ν) − ½)/(2ν) = tanh(ν/2)/(4ν) (G&M eq 11), with its limit 1/8 at ν = 0.
 
-    λ is even in ν, positive, decreasing in |ν|, and bounded by 1/8, so the
+    λ is even in ν, positive, decreasing in abs(ν), and bounded by 1/8, so the
     lower bound's Gaussian factor never has a negative precision. Near ν = 0 the
     Taylor series :math:`1/8 - \nu^2/96 + \nu^4/960 - 17\nu^6/161280` is used.
 
@@ -325,13 +325,17 @@ def lower_bound(
 ) -> LowerBound:
     r"""log Z' and its gradients (G&M eqs 33–36, eq 34 corrected), without inverting K.
 
+    With λ(ν) = tanh(ν/2)/(4ν), Λ = diag(λ(ν_n)) and d = (2t − 1)/2 (half the labels in ±1), the
+    lower bound on the log evidence is
+
     .. math::
         \log Z' = \sum_n\bigl(\log\sigma(\nu_n) - \nu_n/2 + \lambda(\nu_n)\nu_n^2\bigr)
                   + \tfrac12 \mathbf d^T (K^{-1} + 2\Lambda)^{-1}\mathbf d
                   - \tfrac12\log\det(I + 2\Lambda K)
 
-    (G&M print :math:`\tfrac12\mathbf d^T(K^{-1}+2\Lambda)\mathbf d`; the Gaussian
-    integral gives the inverse.) Gradients:
+    (G&M print ½ dᵀ(K⁻¹ + 2Λ) d; the Gaussian integral gives the inverse). The posterior P_Q has
+    mean m = K(I + WK)⁻¹ d and covariance Σ = (K⁻¹ + W)⁻¹, W = 2Λ. The gradients, with
+    B = I + W½KW½, α = d − W m and K̇_j = ∂K/∂θ_j, are
 
     .. math::
         \frac{\partial\log Z'}{\partial\nu_k} = \lambda'(\nu_k)\bigl(\nu_k^2 - m_k^2 - \Sigma_{kk}\bigr),
@@ -339,13 +343,13 @@ def lower_bound(
         \frac{\partial\log Z'}{\partial\theta_j} = \tfrac12\boldsymbol\alpha^T\dot K_j\boldsymbol\alpha
             - \tfrac12\operatorname{tr}(W^{1/2}B^{-1}W^{1/2}\dot K_j).
 
-    The first is G&M eq 35 collected into one term, with the sign of its first
-    term corrected; the second is eq 36 with :math:`H^{-1}W = W^{1/2}B^{-1}W^{1/2}`.
+    The first is G&M eq 35 collected into one term, with the sign of its first term corrected;
+    the second is eq 36 with H⁻¹W = W½B⁻¹W½.
 
     Parameters
     ----------
     K : array_like (n, n)
-        Prior covariance :math:`C_N` of the latent values (jitter included).
+        Prior covariance C_N of the latent values (jitter included).
     t : array_like (n,)
         Labels in {0, 1} (G&M) or {−1, +1}.
     nu : array_like (n,)
@@ -458,9 +462,9 @@ def upper_bound(
 
 
 def update_nu(K: ArrayLike, t: ArrayLike, nu: ArrayLike) -> tuple[np.ndarray, LowerBound]:
-    r"""One Jaakkola–Jordan fixed-point (EM) update: :math:`\nu_n^2 \leftarrow m_n^2 + \Sigma_{nn}`.
+    r"""One Jaakkola–Jordan fixed-point (EM) update: ν_n² ← m_n² + Σ_nn.
 
-    :math:`m, \Sigma` are the moments of :math:`\mathcal P_Q(\mathbf a_N)` at the
+    m and Σ are the mean and covariance of the posterior P_Q of the latent values at the
     current ν. Setting G&M eq 35 (corrected) to zero gives exactly this update;
     it is the M-step of EM with the latent values as hidden variables, so
     log Z' never decreases [JJ00].

@@ -381,36 +381,34 @@ def vb_probit_binary(
 ) -> VBResult:
     r"""Binary variational Bayes probit classification (G&R §4.4.1, eq 4.9).
 
-    One GP :math:`\mathbf f \sim N(0, K)`, auxiliaries
-    :math:`z_i \sim N(f_i, 1)` and labels :math:`y_i = \operatorname{sign}(z_i) \in \{-1, +1\}`.
-    Each iteration updates Q(z) (footnote 6) and then Q(f) (eq 4.9):
+    One GP f ~ N(0, K), auxiliaries z_i ~ N(f_i, 1) and labels y_i = sign(z_i) ∈ {−1, +1}. Each
+    iteration updates Q(z), whose means shift the posterior means μ_i by p_i (footnote 6), and then
+    Q(f), GP regression with unit noise on the shifted means (eq 4.9):
 
     .. math:: p_i = y_i\frac{\phi(\mu_i)}{\Phi(y_i\mu_i)}, \qquad
               \boldsymbol\mu \leftarrow K(I + K)^{-1}(\boldsymbol\mu + \mathbf p).
 
-    :math:`I + K` is factorised once. The bound (Appendix C with
-    C = 1 and :math:`\mathcal Z_i = \Phi(y_i\mu_i)`) is recorded every iteration;
-    the loop stops when it rises by less than ``tol``·max(1, |bound|) *and* the fixed-point residual
-    (the largest change of :math:`\boldsymbol\alpha` in the last iteration, relative to its size) is below
-    :math:`\sqrt{\text{tol}}`: a slowly contracting map can raise the bound by very little per iteration
-    while still far from its fixed point.
+    I + K is factorised once. The bound (Appendix C with C = 1 and the label probabilities
+    Φ(y_i μ_i)) is recorded every iteration; the loop stops when it rises by less than
+    ``tol``·max(1, abs(bound)) *and* the fixed-point residual (the largest change of α in the last
+    iteration, relative to its size) is below √tol: a slowly contracting map can raise the bound by
+    very little per iteration while still far from its fixed point.
 
     Parameters
     ----------
     K : array_like (n, n)
-        Prior covariance :math:`K` (jitter included; G&R's :math:`\mathbf C`).
+        Prior covariance K (jitter included; G&R's C).
     t : array_like (n,)
-        Labels :math:`y_i` in {−1, +1} (or {0, 1}).
+        Labels y_i in {−1, +1} (or {0, 1}).
     max_iter : int
         Iterations at most (evaluations of the update map when accelerated).
     tol : float
         Relative rise of the bound below which the iterations stop (with the residual test above).
     alpha_init : array_like (n,), optional
-        Starting :math:`\boldsymbol\alpha` (so :math:`\boldsymbol\mu = K\boldsymbol\alpha`); zeros by default.
+        Starting α (so μ = K α); zeros by default.
     z_init : array_like (n,), optional
-        Start from this Q(z) instead: means :math:`\widetilde{\mathbf z}` of the auxiliaries (e.g. ``Y`` of a
-        run at another kernel), so that the first :math:`\boldsymbol\alpha = (I + K)^{-1}\widetilde{\mathbf z}`,
-        one Q(f) update. Not together with ``alpha_init``.
+        Start from this Q(z) instead: the means of the auxiliaries z (e.g. ``Y`` of a run at another
+        kernel), so that the first α = (I + K)⁻¹ z, one Q(f) update. Not together with ``alpha_init``.
     warn : bool
         Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the iterations stop unconverged.
     accelerate : bool
@@ -494,28 +492,28 @@ def vb_probit_multiclass(
     .. math:: \boldsymbol\mu^c \leftarrow K_c(I + K_c)^{-1}(\boldsymbol\mu^c + \mathbf p^c).
 
     The C regressions are computationally independent; they are coupled only
-    through :math:`P`, whose row i depends on all of :math:`\boldsymbol\mu_i`.
+    through the shifts P, whose row i depends on all C means at point i.
     The bound of Appendix C is recorded every iteration and never decreases
     (a property the tests check); the loop stops when it rises by less than
-    ``tol``·max(1, |bound|) and the fixed-point residual of :math:`\boldsymbol\alpha` is below
-    :math:`\sqrt{\text{tol}}` (as in :func:`vb_probit_binary`).
+    ``tol``·max(1, abs(bound)) and the fixed-point residual of α is below √tol (as in
+    :func:`vb_probit_binary`).
 
     Parameters
     ----------
     K : array_like (n, n) or (C, n, n)
         One prior covariance shared by every class, or one per class.
     t : array_like (n,)
-        Classes :math:`c_i`, codes 0..C−1 (the paper's 1..K minus one).
+        Classes c_i, codes 0..C−1 (the paper's 1..K minus one).
     n_classes : int, optional
         Number of classes C; default ``max(t) + 1``. Every class needs an example.
     likelihood : MultinomialProbitLikelihood, optional
         Carries the Gauss–Hermite rule (default 48 nodes).
     alpha_init : array_like (n, C), optional
-        Starting dual weights (zeros by default, i.e. all :math:`\mu_i^c = 0`).
+        Starting dual weights (zeros by default, i.e. all means μ_i^c = 0).
     z_init : array_like (n, C), optional
-        Start from this Q(z) instead: means :math:`\widetilde z_i^c` of the auxiliaries (e.g. ``Y`` of a run
-        at another kernel); the first dual weights are :math:`(I + K_c)^{-1}\widetilde{\mathbf z}^c`, one
-        Q(f) update (eq 4.6). Not together with ``alpha_init``.
+        Start from this Q(z) instead: the means of the auxiliaries z_i^c (e.g. ``Y`` of a run at another
+        kernel); the first dual weights are (I + K_c)⁻¹ z^c, one Q(f) update (eq 4.6). Not together with
+        ``alpha_init``.
     max_iter, tol, warn, accelerate
         As in :func:`vb_probit_binary` (``accelerate``: SQUAREM extrapolation [VR08] of the same iteration).
 

@@ -11,7 +11,10 @@ without it, so that a plain ``pytest tests`` never inspects a stale build. Check
 - every image is a numbered, captioned figure;
 - every chapter links to the notation page and to at least three other chapters;
 - the thebe script is included at most once; the bibliography's labels are author–year, like the
-  citations.
+  citations;
+- the Reference part has an entry for every name in ``gpc_ref.__all__`` and in each module's
+  ``__all__`` (on the page of the module that defines it, linked from the page of a module that
+  re-exports it), and the general index lists them.
 """
 
 import os
@@ -30,7 +33,8 @@ pytestmark = pytest.mark.skipif(not (HTML / "book").is_dir(), reason="GPC_BOOK_H
 
 
 def _toc_pages():
-    return re.findall(r"file:\s*book/(\w+)", TOC.read_text())
+    """The book's pages outside the Reference part (book/api/ holds one generated page per module)."""
+    return re.findall(r"file:\s*book/(\w+)\s*$", TOC.read_text(), re.M)
 
 
 def _chapters():
@@ -158,3 +162,28 @@ def test_bibliography_labels_match_author_year_citations():
     assert labels, "no bibliography entries found"
     numeric = [label for label in labels if label.strip().isdigit()]
     assert not numeric, f"numbered bibliography labels {numeric[:3]} beside author-year citations"
+
+
+def test_api_reference_has_an_entry_for_every_public_name():
+    import importlib
+
+    from test_api_reference import api_page
+    from test_api_reference import home
+    from test_api_reference import modules
+
+    index = (HTML / "genindex.html").read_text(encoding="utf-8")
+    missing, unlinked, unindexed = [], [], []
+    for module in modules():
+        page = (HTML / f"{api_page(module)}.html").read_text(encoding="utf-8")
+        for name in importlib.import_module(module).__all__:
+            target = f"{home(module, name)}.{name}"
+            home_page = (HTML / f"{api_page(home(module, name))}.html").read_text(encoding="utf-8")
+            if f'id="{target}"' not in home_page:
+                missing.append(target)
+            if not re.search(rf'href="[^"]*#{re.escape(target)}"', page):
+                unlinked.append(f"{module}: {name}")
+            if f"#{target}" not in index:
+                unindexed.append(target)
+    assert not missing, f"no entry for {missing[:5]} ({len(missing)} in all)"
+    assert not unlinked, f"the module pages do not link {unlinked[:5]} ({len(unlinked)} in all)"
+    assert not unindexed, f"genindex does not list {unindexed[:5]} ({len(unindexed)} in all)"

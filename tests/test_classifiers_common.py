@@ -136,6 +136,47 @@ def test_fitted_attributes_and_predictions_binary(cls):
         assert mean.shape == (5,) and var.shape == (5,) and np.all(var >= 0)
 
 
+# Every estimator the package exports, found by introspection, so that a new one is covered here too.
+EXPORTED_ESTIMATORS = [
+    getattr(gpc_ref.classifiers, name)
+    for name in gpc_ref.classifiers.__all__
+    if inspect.isclass(getattr(gpc_ref.classifiers, name))
+    and issubclass(getattr(gpc_ref.classifiers, name), gpc_ref.classifiers.GPCBase)
+    and getattr(gpc_ref.classifiers, name) is not gpc_ref.classifiers.GPCBase
+]
+# The public methods that work on an unfitted estimator; every other one needs a fitted model.
+WORK_BEFORE_FIT = {"fit", "get_params", "set_params"}
+
+
+def test_the_contract_tests_cover_every_exported_estimator():
+    assert set(ESTIMATORS) <= set(EXPORTED_ESTIMATORS)
+    assert len(EXPORTED_ESTIMATORS) >= 6
+
+
+@pytest.mark.parametrize("cls", EXPORTED_ESTIMATORS, ids=lambda c: c.__name__)
+def test_every_method_that_needs_a_fitted_model_raises_not_fitted_before_fit(cls):
+    """Each public method (found by introspection) other than fit/get_params/set_params, and each
+    public property, raises NotFittedError on an unfitted estimator, never a bare AttributeError."""
+    X, y = binary_data(n=6)
+    arguments = {"X": X, "y": y}
+    methods = [name for name, member in inspect.getmembers(cls) if not name.startswith("_") and callable(member)]
+    methods = [name for name in methods if not inspect.isclass(getattr(cls, name))]
+    assert {"predict_latent", "predict_proba", "predict", "score"} <= set(methods)
+    for name in sorted(set(methods) - WORK_BEFORE_FIT):
+        parameters = list(inspect.signature(getattr(cls, name)).parameters.values())[1:]
+        required = [
+            p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        unknown = set(required) - set(arguments)
+        assert not unknown, f"{cls.__name__}.{name} takes {sorted(unknown)}: add a value for it to this test"
+        with pytest.raises(NotFittedError, match="not fitted"):
+            getattr(cls(), name)(**{p: arguments[p] for p in required})
+    properties = [name for name, member in inspect.getmembers(cls) if isinstance(member, property)]
+    for name in (name for name in properties if not name.startswith("_")):
+        with pytest.raises(NotFittedError, match="not fitted"):
+            getattr(cls(), name)
+
+
 @pytest.mark.parametrize("cls", [c for c in ESTIMATORS if c not in BINARY_ONLY], ids=lambda c: c.__name__)
 def test_fitted_attributes_and_predictions_three_classes(cls):
     X, y = three_class_data()

@@ -1,4 +1,4 @@
-"""The estimator contract shared by the six estimators: parameters, input checks, ``predict`` and ``score``."""
+"""The estimator contract shared by the seven estimators: parameters, input checks, ``predict`` and ``score``."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ __all__ = ["GPCBase", "binary_columns", "mixture_moments"]
 
 
 class GPCBase:
-    """Shared plumbing of the six estimators: parameters, input checks, ``predict`` and ``score``.
+    """Shared plumbing of the seven estimators: parameters, input checks, ``predict`` and ``score``.
 
     Subclasses store their constructor's arguments with ``self._store_params(locals())`` and
     implement ``_fit(X, codes, kernel, rng)``, ``_predict_latent(X)`` and ``_predict_proba(X)``
@@ -267,7 +267,8 @@ class GPCBase:
         ndarray (m,)
             The label in ``classes_`` of largest probability.
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # first: it raises NotFittedError before fit, before classes_ is read
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Mean accuracy on ``(X, y)``, as scikit-learn's classifiers report it.

@@ -41,7 +41,8 @@ class LaplaceGPC(GPCBase):
     likelihood : {"logistic", "probit"}
         The binary likelihood (the multi-class model is the softmax, the logistic's generalisation).
     prior : {"wb", None}
-        W&B's N(``prior_mean``, ``prior_sd``²) priors on their log-hyperparameters, or none.
+        W&B's normal priors on their log-hyperparameters (mean ``prior_mean``, standard deviation
+        ``prior_sd``), or none.
     prior_mean, prior_sd : float
         W&B: −3 and 3.
     n_restarts : int

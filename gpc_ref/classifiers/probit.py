@@ -133,7 +133,7 @@ class VBProbitGPC(GPCBase):
         ``prior_shape``, ``prior_rate``, ``include_trace``; the paper: 50 iterations of 500 samples).
     max_iter, tol : int, float
         Limits of the fixed-kernel iterations (stop when the bound rises by less than
-        tol·max(1, |bound|) and the fixed-point residual is below √tol). Used with ``optimize=False`` and
+        tol·max(1, abs(bound)) and the fixed-point residual is below √tol). Used with ``optimize=False`` and
         with ``method="importance_sampling"``; the bound learner's own iterations take ``vb_tol`` and
         ``vb_max_iter`` from ``learning_options``.
     accelerate : bool
@@ -149,7 +149,7 @@ class VBProbitGPC(GPCBase):
     ----------
     classes_, kernel_
     log_marginal_likelihood_ : float
-        The variational lower bound on log p(t | X, kernel_) (G&R Appendix C, corrected).
+        The variational lower bound on log p(t | X, ``kernel_``) (G&R Appendix C, corrected).
     posterior_ : VBResult
     hyperparameter_fit_ : BoundFit, KernelLearning or None
     lower_bound_ : ndarray

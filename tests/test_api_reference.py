@@ -1,0 +1,103 @@
+"""The book's Reference part has one page per module of gpc_ref, and the package docstring names them all.
+
+The pages are ``book/api/<module path>.md`` (``gpc_ref.classifiers.laplace`` → ``book/api/classifiers/laplace.md``;
+the package itself → ``book/api/gpc_ref.md``), each a title and ``{gpc-api} <module>``, listed in
+``_toc.yml``; ``book/_ext/gpc_api.py`` fills them from the docstrings and ``__all__``. A new module
+fails here until it has its page and its line in ``_toc.yml``. What the built pages contain is
+checked by ``tests/test_book_html.py`` (``test_api_reference_has_an_entry_for_every_public_name``).
+"""
+
+import importlib
+import inspect
+import pathlib
+import pkgutil
+import re
+
+import pytest
+
+import gpc_ref
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def modules():
+    """Every module of gpc_ref, the package and its subpackages included, by walking the package."""
+    names = ["gpc_ref"]
+    for info in pkgutil.walk_packages(gpc_ref.__path__, prefix="gpc_ref."):
+        names.append(info.name)
+    return sorted(names)
+
+
+def api_page(module):
+    """The docname of a module's Reference page."""
+    return (
+        "book/api/gpc_ref" if module == "gpc_ref" else "book/api/" + module.removeprefix("gpc_ref.").replace(".", "/")
+    )
+
+
+def home(module, name):
+    """The module whose page holds the entry for ``module.name``: where it is defined (data: the module itself)."""
+    obj = getattr(importlib.import_module(module), name)
+    defined = getattr(obj, "__module__", None) if inspect.isclass(obj) or inspect.isfunction(obj) else None
+    return defined or module
+
+
+def test_every_module_has_a_page_that_documents_it():
+    for module in modules():
+        page = ROOT / f"{api_page(module)}.md"
+        assert page.is_file(), f"{module} has no Reference page: add {page.relative_to(ROOT)} (see book/api/ep.md)"
+        text = page.read_text()
+        assert re.search(rf"^```{{gpc-api}} {re.escape(module)}\s*$", text, re.M), f"{page.name} must document {module}"
+
+
+def test_every_page_is_in_the_table_of_contents_and_names_a_module():
+    toc = set(re.findall(r"file:\s*(book/api/\S+)", (ROOT / "_toc.yml").read_text()))
+    pages = {str(path.relative_to(ROOT).with_suffix("")) for path in (ROOT / "book" / "api").rglob("*.md")}
+    assert pages == toc, (
+        f"pages not in _toc.yml: {sorted(pages - toc)}; in _toc.yml without a page: {sorted(toc - pages)}"
+    )
+    assert {api_page(module) for module in modules()} == pages
+
+
+@pytest.mark.parametrize("module", modules())
+def test_every_public_name_is_importable_and_has_a_home_module_with_a_page(module):
+    names = getattr(importlib.import_module(module), "__all__", None)
+    assert names, f"{module} has no __all__: the Reference lists a module's public names from it"
+    for name in names:
+        assert (ROOT / f"{api_page(home(module, name))}.md").is_file()
+
+
+def test_the_package_docstring_lists_every_module():
+    docstring = gpc_ref.__doc__
+    for module in modules():
+        if module != "gpc_ref" and module.count(".") == 1:
+            short = module.removeprefix("gpc_ref.")
+            assert re.search(rf":mod:`~?gpc_ref\.{short}`", docstring), f"the package docstring does not list {short}"
+
+
+def _math_blocks_without_a_plain_statement(docstring):
+    """The ``.. math::`` blocks whose preceding paragraph is not plain text (help() shows raw TeX only there)."""
+    lines = docstring.splitlines()
+    bad = []
+    for number, line in enumerate(lines):
+        if line.strip().startswith(".. math::"):
+            before = [text.strip() for text in lines[:number] if text.strip()]
+            if not before or before[-1].startswith("..") or ":math:" in before[-1]:
+                bad.append(line.strip()[:60])
+    return bad
+
+
+def test_the_functions_students_implement_read_plainly_under_help():
+    """The reference of each self-check (what a student reads with help()) has no inline :math: role,
+    and a plain statement before each displayed formula, so that help() reads as text."""
+    import gpc_ref.selfcheck as selfcheck
+
+    for name in selfcheck.available():
+        module = next(
+            m
+            for m in modules()
+            if m != "gpc_ref.selfcheck" and inspect.isfunction(getattr(importlib.import_module(m), name, None))
+        )
+        docstring = getattr(importlib.import_module(module), name).__doc__
+        assert ":math:" not in docstring, f"{module}.{name}: inline :math: roles read as raw TeX under help()"
+        assert not _math_blocks_without_a_plain_statement(docstring), f"{module}.{name}"

@@ -197,6 +197,11 @@ for (const name of pages) {
     });
     await page.waitForTimeout(300);  // the book's own script lays out tables and figures after load
     const result = await page.evaluate(measure, { minFontPx: MIN_FONT_PX, desktop: width >= 1000 });
+    if (shotPages.has(name.replace("book/", ""))) {
+      const height = await page.evaluate(() => document.documentElement.scrollHeight);
+      await page.screenshot({ path: join(outDir, `${name.replace("book/", "")}-${width}.png`), fullPage: true,
+        clip: { x: 0, y: 0, width, height: Math.min(height, 12000) }, timeout: 120000 });
+    }
     const toggle = await checkToggle(page, width);
     if (result.pageScroll) result.overflow.unshift("the page scrolls sideways");
     const columns = [errors, result.overflow, result.inlineScroll, result.tableScroll, result.displayScroll,
@@ -210,11 +215,6 @@ for (const name of pages) {
       "scrolls without a cue", "figure text", "no full-size link", "alt text", "toggle", "TeX"];
     columns.forEach((list, i) => list.slice(0, 4).forEach((item) => console.log(`    ${labels[i]}: ${item}`)));
     for (const figure of result.figures) allFigures.push({ page: name, width, ...figure });
-    if (shotPages.has(name.replace("book/", ""))) {
-      const height = await page.evaluate(() => document.documentElement.scrollHeight);
-      await page.screenshot({ path: join(outDir, `${name.replace("book/", "")}-${width}.png`), fullPage: true,
-        clip: { x: 0, y: 0, width, height: Math.min(height, 12000) }, timeout: 120000 });
-    }
     await page.close();
   }
 }

@@ -11,17 +11,18 @@
 //    text's height in tenths of a pixel at the image's natural size); a figure that is then wider
 //    than the column scrolls sideways. Images are never enlarged.
 // 4. Tables fit: a table wider than the column is shown with stacked rows (each cell under its
-//    column's name), unless it fits once its cells wrap.
-// 5. A long inline formula that is wider than the line (on a phone) is set a little smaller, down to
-//    MIN_INLINE_SCALE, instead of being cut (MathJax 3 cannot break inline maths); one that would need
-//    more scrolls inside its box (make browser-check reports it).
+//    column's name), unless it fits once its cells wrap (on a wide screen, or in type set to 90 or
+//    80 per cent).
+// 5. A formula wider than the column (on a phone) is set a little smaller, down to MIN_MATH_SCALE,
+//    instead of being cut (MathJax 3 cannot break lines): an inline one that would need more scrolls
+//    inside its box (make browser-check reports it), a display one scrolls as before.
 // 6. Anything that scrolls sideways (a long formula, code, a wide figure) shows a fade at each edge
 //    where more lies hidden.
 
 (() => {
   const MIN_TEXT_PX = 8.2;  // a little above the 8 px that make browser-check requires
   const DEFAULT_TEXT_PX = 11.1;  // matplotlib's 10 pt at the book's 80 dpi, for an image without data
-  const MIN_INLINE_SCALE = 0.7;
+  const MIN_MATH_SCALE = 0.7;
 
   function forwardToggles() {
     for (const kind of ["primary", "secondary"]) {
@@ -79,6 +80,9 @@
     const headers = [...table.querySelectorAll("thead th")];
     if (!headers.length || table.dataset.gpcLabelled) return;
     table.dataset.gpcLabelled = "yes";
+    // a header copied before MathJax has typeset it holds TeX: typeset the copies once it has run
+    const mathjax = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
+    if (mathjax) mathjax.then(() => window.MathJax.typesetPromise && window.MathJax.typesetPromise([table]));
     for (const row of table.querySelectorAll("tbody tr")) {
       [...row.children].forEach((cell, i) => {
         if (!headers[i] || !headers[i].textContent.trim() || !cell.textContent.trim()) return;
@@ -94,8 +98,16 @@
     for (const table of article.querySelectorAll("table")) {
       if (!table.querySelector("thead th")) continue;
       const holder = table.parentElement;
+      const tooWide = () => table.scrollWidth > holder.clientWidth + 1;
       table.classList.remove("gpc-stacked");
-      if (table.scrollWidth > holder.clientWidth + 1) {
+      table.style.fontSize = "";
+      // on a wide screen a slightly smaller type may be enough; on a phone it would be too small
+      for (const size of window.innerWidth >= 768 ? [90, 80] : []) {
+        if (!tooWide()) break;
+        table.style.fontSize = `${size}%`;
+      }
+      if (tooWide()) {
+        table.style.fontSize = "";
         labelCells(table);
         table.classList.add("gpc-stacked");
       }
@@ -109,24 +121,35 @@
     return null;
   }
 
-  function fitInlineMath(article) {
-    for (const math of article.querySelectorAll("mjx-container:not([display='true'])")) {
+  function fitMath(article) {
+    for (const math of article.querySelectorAll("mjx-container[jax='CHTML']")) {
       math.style.fontSize = "";
       math.classList.remove("gpc-inline-scroll");
-      const block = blockAncestor(math);
-      if (!block) continue;
-      const style = getComputedStyle(block);
-      const available = block.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-      const width = math.getBoundingClientRect().width;
+      const display = math.getAttribute("display") === "true";
+      let available;
+      let width;
+      if (display) {
+        const formula = math.querySelector("mjx-math");
+        if (!formula) continue;
+        available = math.clientWidth;
+        width = formula.getBoundingClientRect().width;
+      } else {
+        const block = blockAncestor(math);
+        if (!block) continue;
+        const style = getComputedStyle(block);
+        available = block.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+        width = math.getBoundingClientRect().width;
+      }
       if (available <= 0 || width <= available) continue;
       const ratio = available / width;
-      if (ratio >= MIN_INLINE_SCALE) math.style.fontSize = `${Math.floor(ratio * 100) - 1}%`;
-      else math.classList.add("gpc-inline-scroll");
+      if (ratio >= MIN_MATH_SCALE) math.style.fontSize = `${Math.floor(ratio * 100) - 1}%`;
+      else if (!display) math.classList.add("gpc-inline-scroll");
     }
   }
 
   function markScrollers(article) {
-    const candidates = article.querySelectorAll("pre, div.math, mjx-container[display='true'], .gpc-figure-scroll, .pst-scrollable-table-container, .cell_output, .output");
+    const candidates = article.querySelectorAll("pre, div.math, mjx-container[display='true'], .gpc-figure-scroll, " +
+      ".pst-scrollable-table-container, .cell_output, .output, table.gpc-stacked td, .gpc-inline-scroll");
     for (const element of candidates) {
       const style = getComputedStyle(element);
       const scrolls = ["auto", "scroll"].includes(style.overflowX) && element.scrollWidth > element.clientWidth + 1;
@@ -148,11 +171,14 @@
   }
 
   function layout() {
+    // tools/print_pdf.mjs lays the page out for paper itself and then freezes it: printing resizes
+    // the page, and a new layout between its two printings would move the page numbers
+    if (document.documentElement.classList.contains("gpc-frozen")) return;
     const article = document.querySelector("article.bd-article") || document.querySelector("article");
     if (!article) return;
     sizeFigures(article);
     fitTables(article);
-    fitInlineMath(article);
+    fitMath(article);
     markScrollers(article);
   }
 

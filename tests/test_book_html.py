@@ -196,7 +196,7 @@ def test_solution_output_stays_in_its_dropdown(page):
         ("ep", "site precision negative for z below"),
         ("ep", "expected-error rule: log Z_EP"),
         ("ep", "log Z_EP, eps=0"),
-        ("ivm", "max |μ − μ_VB|"),
+        ("ivm", "max |μ − μ_VB|: "),
         ("vb_probit_experiments", "draws: log evidence"),
         ("laplace_hmc", "τ_int estimated"),
     ],

@@ -211,3 +211,13 @@ def test_known_solution_outputs_are_inside_their_solution(page, printed):
     assert outputs, f"{page}: no output containing {printed!r}"
     for output in outputs:
         assert output.find_parent("div", class_="solution") is not None, f"{page}: {printed!r} outside a solution"
+
+
+@pytest.mark.parametrize("page", _toc_pages())
+def test_no_section_named_by_raw_label(page):
+    """Notes written by code name sections by label; book/_ext/section_links.py makes them links."""
+    _, article = _parse(page)
+    text = "".join(article.text)
+    prefixes = "sec|vbx|vbp|ep|ivm|laph|lapb|lapm|vgc|cmp|gpr|cls|errata"
+    found = re.findall(rf"\bsection (?:{prefixes})-[a-z0-9-]+", text)
+    assert not found, f"{page}: sections named by raw label: {found[:3]}"

@@ -15,8 +15,16 @@ from docutils import nodes
 from sphinx.util.nodes import make_refnode
 
 NAMED_LABEL = re.compile(r"\bsection ([a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b")
-SKIP = (nodes.literal, nodes.literal_block, nodes.reference, nodes.raw, nodes.math, nodes.math_block,
-        nodes.title, nodes.FixedTextElement)
+SKIP = (
+    nodes.literal,
+    nodes.literal_block,
+    nodes.reference,
+    nodes.raw,
+    nodes.math,
+    nodes.math_block,
+    nodes.title,
+    nodes.FixedTextElement,
+)
 
 
 def _paragraph_phrase(env, docname, labelid):

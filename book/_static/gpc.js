@@ -9,7 +9,8 @@
 // 3. Figures stay legible: an image is never shown so small that its smallest text falls below
 //    MIN_TEXT_PX (the extension book/_ext/figures.py gives each image the class gpc-text-N, N that
 //    text's height in tenths of a pixel at the image's natural size); a figure that is then wider
-//    than the column scrolls sideways. Images are never enlarged.
+//    than the column scrolls sideways. A figure whose text is under that size even at its natural
+//    size is enlarged, by at most MAX_UPSCALE (a raster image enlarged more would blur).
 // 4. Tables fit: a table wider than the column is shown with stacked rows (each cell under its
 //    column's name), unless it fits once its cells wrap (on a wide screen, or in type set to 90 or
 //    80 per cent).
@@ -23,6 +24,7 @@
   const MIN_TEXT_PX = 8.2;  // a little above the 8 px that make browser-check requires
   const DEFAULT_TEXT_PX = 11.1;  // matplotlib's 10 pt at the book's 80 dpi, for an image without data
   const MIN_MATH_SCALE = 0.7;
+  const MAX_UPSCALE = 1.25;  // a figure drawn with text under 8 px is enlarged by at most this
 
   function forwardToggles() {
     for (const kind of ["primary", "secondary"]) {
@@ -68,8 +70,12 @@
       const column = holder.clientWidth;
       const match = image.className.match(/gpc-text-(\d+)/);
       const textPx = match ? Number(match[1]) / 10 : DEFAULT_TEXT_PX;
-      const smallest = Math.ceil(Math.min(1, MIN_TEXT_PX / textPx) * image.naturalWidth);
-      if (column > 0 && column < smallest) {
+      // the scale at which the figure's smallest text reaches MIN_TEXT_PX: a figure whose text is
+      // that small even at its natural size is enlarged a little (at most MAX_UPSCALE)
+      const needed = MIN_TEXT_PX / textPx;
+      const scale = needed > 1 ? Math.min(needed, MAX_UPSCALE) : needed;
+      const smallest = Math.ceil(scale * image.naturalWidth);
+      if (column > 0 && (column < smallest || needed > 1)) {
         image.style.width = `${smallest}px`;
         image.style.maxWidth = "none";
       }

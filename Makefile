@@ -19,7 +19,7 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 MATHJAX_VERSION := 3.2.2
 MATHJAX := _build/mathjax/mathjax/tex-chtml.js
 
-.PHONY: book test lint unit nbval book-strict execute benchmarks reproduce browser-check clean venv
+.PHONY: book test lint unit nbval book-strict execute benchmarks reproduce browser-check student pdf clean venv
 
 venv: $(STAMP)
 
@@ -44,8 +44,8 @@ book: $(STAMP) $(MATHJAX)
 
 ## make lint: ruff's lint and format checks over the package, the tests and the benchmarks.
 lint: $(STAMP)
-	$(BIN)/ruff check gpc_ref tests benchmarks reproduce
-	$(BIN)/ruff format --check gpc_ref tests benchmarks reproduce
+	$(BIN)/ruff check gpc_ref tests benchmarks reproduce tools
+	$(BIN)/ruff format --check gpc_ref tests benchmarks reproduce tools
 
 ## make test: lint, unit tests, nbval over every chapter, then a warning-free book build, inspected.
 test: lint $(MATHJAX)
@@ -72,16 +72,41 @@ execute: $(STAMP)
 	done
 	$(BIN)/python tests/strip_notebook_metadata.py $(NOTEBOOKS)
 
-## make browser-check: the built book in headless chromium (Debian's package) at desktop and phone
-## width: console errors, equations and inline formulas that run past the column; screenshots of one
-## chapter in _build/browser-check/. Needs chromium (apt-get install chromium) and npm.
-BROWSER_PAGE ?= laplace_binary
-browser-check: $(MATHJAX)
+# playwright-core drives Debian's chromium (it never downloads a browser of its own)
+PLAYWRIGHT := _build/node/node_modules/playwright-core
+$(PLAYWRIGHT):
+	@command -v npm >/dev/null || { echo "npm is needed for playwright-core (apt-get install npm)"; exit 1; }
+	npm install --silent --prefix _build/node playwright-core@1
+
+## make browser-check: every page of the built book in headless chromium (Debian's package) at
+## desktop (1280 px) and phone (390 px) width: console errors, overflow past the column, inline
+## formulas or tables that scroll, scrolling without an edge cue, figure text under 8 px, figures
+## without a full-size link or with a path for alt text, the contents toggle, TeX errors; exits
+## non-zero on any. Whole-page screenshots of BROWSER_PAGES in _build/browser-check/.
+## Needs chromium (apt-get install chromium) and npm; builds the book into _build/test-build if absent.
+BROWSER_PAGES ?= laplace_binary notation reproductions which_method
+browser-check: $(STAMP) $(MATHJAX) $(PLAYWRIGHT)
 	@command -v chromium >/dev/null || { echo "browser-check needs Debian's chromium: apt-get install chromium"; exit 1; }
-	test -d _build/node/node_modules/playwright-core || npm install --silent --prefix _build/node playwright-core@1
 	test -d _build/test-build/_build/html || $(BIN)/jupyter-book build . --warningiserror --keep-going --path-output _build/test-build
-	PLAYWRIGHT_CORE=$(CURDIR)/_build/node/node_modules/playwright-core node tests/browser_check.mjs \
-		_build/test-build/_build/html $(BROWSER_PAGE)
+	PLAYWRIGHT_CORE=$(CURDIR)/$(PLAYWRIGHT) node tests/browser_check.mjs _build/test-build/_build/html $(BROWSER_PAGES)
+
+## make student: the student edition of the notebooks (solutions and their code removed, an empty
+## code cell after each exercise, glue values, figures and cross-references written out for
+## JupyterLab) in _build/student/, zipped as _build/student/gpc-book-student.zip.
+student: $(STAMP)
+	$(BIN)/python tools/student_edition.py --out _build/student
+
+## make pdf: the whole book as one PDF, _build/pdf/gpc-book.pdf: a single-page HTML build printed by
+## headless chromium once MathJax has typeset it, with a table of contents (page numbers read back
+## with pdftotext), code that wraps, and the solutions in an appendix.
+## Needs chromium, npm and poppler-utils (apt-get install chromium npm poppler-utils).
+pdf: $(STAMP) $(MATHJAX) $(PLAYWRIGHT)
+	@command -v chromium >/dev/null || { echo "make pdf needs Debian's chromium: apt-get install chromium"; exit 1; }
+	@command -v pdftotext >/dev/null || { echo "make pdf needs pdftotext: apt-get install poppler-utils"; exit 1; }
+	rm -rf _build/pdf-build
+	$(BIN)/jupyter-book build . --builder singlehtml --warningiserror --keep-going --path-output _build/pdf-build
+	mkdir -p _build/pdf
+	PLAYWRIGHT_CORE=$(CURDIR)/$(PLAYWRIGHT) node tools/print_pdf.mjs _build/pdf-build/_build/singlehtml _build/pdf/gpc-book.pdf
 
 ## make reproduce [ONLY="name ..."]: the paper-scale experiments (reproduce/*.py), each stored as
 ## book/results/<name>.json with its provenance; results already stored from this commit are kept.

@@ -176,7 +176,7 @@ def plot_probability_contours(
     contours = ax.contour(
         g1, g2, p, levels=list(levels), colors="k", linewidths=[2.0 if level == 0.5 else 0.7 for level in levels]
     )
-    ax.clabel(contours, fontsize=7)
+    ax.clabel(contours, fontsize=8)
     return ax
 
 
@@ -205,7 +205,7 @@ def plot_trace(samples: ArrayLike, names: Sequence[str] | None = None, ax: Axes 
         ax.plot(samples[:, j], lw=0.8, label=None if names is None else names[j])
     ax.set_xlabel("iteration")
     if names is not None:
-        ax.legend(fontsize=7, ncol=2)
+        ax.legend(fontsize=8, ncol=2)
     return ax
 
 

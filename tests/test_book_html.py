@@ -15,6 +15,10 @@ without it, so that a plain ``pytest tests`` never inspects a stale build. Check
 - the Reference part has an entry for every name in ``gpc_ref.__all__`` and in each module's
   ``__all__`` (on the page of the module that defines it, linked from the page of a module that
   re-exports it), and the general index lists them.
+
+
+- no solution's code prints where the reader sees it before opening the solution: a code cell with
+  output right after a solution must be inside it (a gated ``solution-start`` … ``solution-end``).
 """
 
 import os
@@ -187,3 +191,64 @@ def test_api_reference_has_an_entry_for_every_public_name():
     assert not missing, f"no entry for {missing[:5]} ({len(missing)} in all)"
     assert not unlinked, f"the module pages do not link {unlinked[:5]} ({len(unlinked)} in all)"
     assert not unindexed, f"genindex does not list {unindexed[:5]} ({len(unindexed)} in all)"
+
+
+def _visible_output(cell):
+    """The text (or image) a code cell shows under its input, or "" if it shows nothing."""
+    outputs = cell.select("div.cell_output")
+    if any(output.find("img") for output in outputs):
+        return "[an image]"
+    return " ".join(" ".join(output.get_text(" ").split()) for output in outputs).strip()
+
+
+@pytest.mark.parametrize("page", _chapters())
+def test_solution_output_stays_in_its_dropdown(page):
+    """A solution whose code follows it as a separate cell leaves that cell's output standing open under
+    the exercise, however the solution folds: the cells must sit inside a gated solution instead."""
+    from bs4 import BeautifulSoup  # a dependency of the book's theme (pydata-sphinx-theme)
+
+    html, _ = _parse(page)
+    article = BeautifulSoup(html, "html.parser").find("article")
+    leaks = []
+    for solution in article.select("div.solution"):
+        label = solution.get("id", "?")
+        sibling = solution.find_next_sibling()
+        while sibling is not None and "cell" in (sibling.get("class") or []):
+            shown = _visible_output(sibling)
+            if shown:
+                leaks.append(f"{label}: {shown[:80]!r}")
+            sibling = sibling.find_next_sibling()
+    assert not leaks, f"{page}: output of a solution's code outside the solution: {leaks[:3]}"
+
+
+@pytest.mark.parametrize(
+    ("page", "printed"),
+    [
+        ("ep", "site precision negative for z below"),
+        ("ep", "expected-error rule: log Z_EP"),
+        ("ep", "log Z_EP, eps=0"),
+        ("ivm", "max |μ − μ_VB|: "),
+        ("vb_probit_experiments", "draws: log evidence"),
+        ("laplace_hmc", "τ_int estimated"),
+    ],
+)
+def test_known_solution_outputs_are_inside_their_solution(page, printed):
+    """The outputs that issue 22 found leaking (and one gated example): present, and only in a solution."""
+    from bs4 import BeautifulSoup
+
+    html, _ = _parse(page)
+    article = BeautifulSoup(html, "html.parser").find("article")
+    outputs = [output for output in article.select("div.cell_output") if printed in output.get_text()]
+    assert outputs, f"{page}: no output containing {printed!r}"
+    for output in outputs:
+        assert output.find_parent("div", class_="solution") is not None, f"{page}: {printed!r} outside a solution"
+
+
+@pytest.mark.parametrize("page", _toc_pages())
+def test_no_section_named_by_raw_label(page):
+    """Notes written by code name sections by label; book/_ext/section_links.py makes them links."""
+    _, article = _parse(page)
+    text = "".join(article.text)
+    prefixes = "sec|vbx|vbp|ep|ivm|laph|lapb|lapm|vgc|cmp|gpr|cls|errata"
+    found = re.findall(rf"\bsection (?:{prefixes})-[a-z0-9-]+", text)
+    assert not found, f"{page}: sections named by raw label: {found[:3]}"

@@ -48,9 +48,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check gpc_ref tests benchmarks reproduce tools
 
 ## make test: lint, unit tests, nbval over every chapter, then a warning-free book build, inspected.
+## The tests and chapters run on TEST_WORKERS processes (pytest-xdist); a chapter's cells stay together
+## (--dist loadfile), each process with one BLAS thread. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 test: lint $(MATHJAX)
 	$(BIN)/python -m pytest tests $(NOTEBOOKS) --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider \
+		-n $(TEST_WORKERS) --dist loadfile
 	rm -rf _build/test-build
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output _build/test-build
 	GPC_BOOK_HTML=_build/test-build/_build/html $(BIN)/python -m pytest tests/test_book_html.py -p no:cacheprovider

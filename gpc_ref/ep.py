@@ -33,11 +33,11 @@ C for the prior covariance, as K&G do; the chapter writes K.
 - τ̃_i, ν̃_i ← ``tau, nu``: site precision and precision times mean
   (K&G 1/v_i and m_i/v_i); T̃ = diag(τ̃) is K&G's Λ⁻¹.
 - Σ, μ ← ``Sigma, mu``: EP posterior covariance and mean (K&G A, h).
-- μ_-i, σ²_-i ← ``mean_cav, var_cav``: cavity mean and variance
-  (K&G h_i^∖i, λ_i); τ_-i, ν_-i ← ``tau_cav, nu_cav``.
+- μ_(-i), σ²_(-i) ← ``mean_cav, var_cav``: cavity mean and variance
+  (K&G h_i^∖i, λ_i); τ_(-i), ν_(-i) ← ``tau_cav, nu_cav``.
 - Z_i ← ``log_Z`` (its log): normaliser of the tilted distribution (K&G Z_i).
-- α_i ← ``alpha``: ∂log Z_i/∂μ_-i (K&G's α_i times y_i);
-  β_i ← ``beta``: -∂² log Z_i/∂μ_-i².
+- α_i ← ``alpha``: ∂log Z_i/∂μ_(-i) (K&G's α_i times y_i);
+  β_i ← ``beta``: -∂² log Z_i/∂μ_(-i)².
 - a ← ``a``: C⁻¹μ; at the fixed point a_i = α_i
   (K&G eq 11: μ = C diag(y)α).
 - R ← ``R``: C⁻¹ - C⁻¹ΣC⁻¹ = (C + T̃⁻¹)⁻¹.
@@ -138,9 +138,9 @@ def site_likelihood(likelihood: ProbitLikelihood | LabelNoiseLikelihood) -> tupl
 class TiltedMoments:
     r"""Log normaliser and its first two derivatives in the cavity mean, for each point.
 
-    ``log_Z`` = log Z_i, ``alpha`` = ∂log Z_i/∂μ_-i,
-    ``beta`` = -∂² log Z_i/∂μ_-i². The tilted mean and variance are
-    μ_-i + σ_-i²α_i and σ_-i² - σ_-i⁴β_i.
+    ``log_Z`` = log Z_i, ``alpha`` = ∂log Z_i/∂μ_(-i),
+    ``beta`` = -∂² log Z_i/∂μ_(-i)². The tilted mean and variance are
+    μ_(-i) + σ_(-i)²α_i and σ_(-i)² - σ_(-i)⁴β_i.
     """
 
     log_Z: np.ndarray
@@ -305,7 +305,7 @@ def ep_log_evidence(
     .. math:: \log Z_{EP} = \sum_i\Bigl[\log Z_i + \tfrac12\log\bigl(1 + \tilde\tau_i/\tau_{-i}\bigr)
               + \tfrac12\tau_{-i}\mu_{-i}(\mu_{-i} - \mu_i)\Bigr] - \tfrac12\log|I + \tilde TC|,
 
-    which is K&G's log(|Λ|^½|C+Λ|^(-1/2)e^(B/2)∏_i s_i) rewritten in the
+    which is K&G's log(det(Λ)^½ det(C+Λ)^(-1/2) e^(B/2) ∏_i s_i) rewritten in the
     site natural parameters (GPML eq 3.65 in another arrangement): no infinite site variance
     v_i = 1/τ̃_i appears, and negative τ̃_i are allowed.
     Raises ``FloatingPointError`` if a cavity has non-positive precision.
@@ -326,7 +326,7 @@ def ep_log_evidence(
     log_evidence : float
         log Z_EP.
     log_Z, tau_cav, nu_cav : ndarray (n,)
-        Tilted log normalisers and cavity natural parameters τ_-i, ν_-i.
+        Tilted log normalisers and cavity natural parameters τ_(-i), ν_(-i).
     """
     if posterior is None:
         posterior = posterior_from_sites(K, tau, nu)
@@ -357,7 +357,7 @@ class EPResult:
         Posterior mean and covariance (K&G h, A).
     a : ndarray (n,)
         C⁻¹μ = ν̃ - T̃μ, the weights of the
-        predictive mean k_*ᵀa (K&G's diag(y)α).
+        predictive mean k_∗ᵀa (K&G's diag(y)α).
     R : ndarray (n, n)
         C⁻¹ - C⁻¹ΣC⁻¹, for predictive variances and the evidence gradient.
     log_evidence : float
@@ -770,7 +770,7 @@ def ep_predict(result: EPResult, K_star: ArrayLike, k_star_star: ArrayLike) -> E
     .. math:: \mu_* = \mathbf k_*^T\mathbf a, \qquad \sigma_*^2 = k_{**} - \mathbf k_*^TR\,\mathbf k_*,
               \qquad p(y_*=+1) = \epsilon + (1-2\epsilon)\Phi\bigl(\mu_*/\sqrt{s + \sigma_*^2}\bigr).
 
-    Rounding can leave σ_*² a hair below zero when a test input repeats a training
+    Rounding can leave σ_∗² a hair below zero when a test input repeats a training
     input; it is clipped at the smallest positive float.
 
     Parameters

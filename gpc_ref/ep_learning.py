@@ -367,7 +367,7 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     v = θ_2 - 2θ_1 + θ_0, s = -‖r‖/‖v‖, and keeps
     θ' only if log Z_EP there is at least that at θ_1 and EP converged there
     without jitter (else s moves halfway to -1, where θ' = θ_2). As in
-    Varadhan & Roland's default, |s| is capped by a bound that starts at 1 and grows fourfold each time it
+    Varadhan & Roland's default, abs(s) is capped by a bound that starts at 1 and grows fourfold each time it
     binds, so the first jumps stay near the EM path. The fixed points, and the stopping rule, are EM's.
 
     Parameters

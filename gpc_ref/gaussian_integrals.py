@@ -153,7 +153,7 @@ def gauss_hermite_expectation(
 # --------------------------------------------------------------------------- expectations of a log link
 #: Half-width, in units of z, of the region where log σ(z) and log Φ(z) bend (their second
 #: derivatives change there from one asymptotic form to the other); outside it both are smooth on
-#: the scale of |z| (log σ nearly linear, log Φ nearly −z²/2).
+#: the scale of abs(z) (log σ nearly linear, log Φ nearly −z²/2).
 LINK_BEND = 10.0
 #: The standardised range [−U, U] of the panel rule: N(0, 1) puts 1.5e-23 of its mass beyond it.
 PANEL_RANGE = 10.0
@@ -171,7 +171,7 @@ def _panel_rule(mean, sd, n_panel_nodes):
     """Nodes u (m, 3P) and weights (m, 3P) for E[g(μ + s u)], u ~ N(0, 1), one row per (μ, s).
 
     Three panels of P Gauss–Legendre nodes each cover [−U, U]: the bend region
-    |μ + s u| ≤ LINK_BEND (clipped to [−U, U]) and the two sides of it. A panel of zero width gets
+    abs(μ + s u) ≤ LINK_BEND (clipped to [−U, U]) and the two sides of it. A panel of zero width gets
     zero weights.
     """
     x, w = _cached_legendre_rule(n_panel_nodes)
@@ -240,7 +240,7 @@ def log_link_expectations(
     - where s is larger the Gaussian is broad and the bend of ℓ (width about one
       in z) falls between Hermite nodes, whose error then grows with s (0.3 nats at
       s = 100 for log σ with 64 nodes). There the line u ∈ [-10, 10] is
-      split at the edges of the bend region |z| ≤ 10 and each of the three panels gets a
+      split at the edges of the bend region -10 ≤ z ≤ 10 and each of the three panels gets a
       Gauss–Legendre rule of ``n_panel_nodes`` nodes.
 
     E[ℓ''] is computed by Stein's identity E[ℓ''(z)] = E[ℓ'(z) u]/s (for

@@ -12,20 +12,20 @@ Notation: the book's (n points indexed by i, C classes indexed by c; the point a
 superscript, a sample or iteration a superscript in parentheses, f^(s)). Book symbol
 ← code name, and G&R's symbol:
 
-============================================================  =====================  ======================================
-book                                                          code                   G&R (2006)
-============================================================  =====================  ======================================
-points, classes n, C                                  ``n``, ``n_classes``   N, K
-class c_i (codes 0..C−1); binary label y_i    ``t``                  t_n
-prior covariance K_c of class c                       ``K[c]``               C_(φ_k)
-GP values f_i^c, all of them F (n × C)        ``M`` (binary ``m``)   m_nk, M
-one class f^c, one point f_i  ``M[:, c]``, ``M[i]``  m_k, m_n
-auxiliaries z_i^c, all of them z      ``Y`` (binary ``y``)   y_nk, Y
-one class z^c, one point z_i  ``Y[:, c]``, ``Y[i]``  y_k, y_n
-retained samples F^(s), z^(s)     ``samples.m``,         M^(i), Y^(i)
-                                                              ``samples.y``
-dual weights α_c^(s) of a sample    ``samples.alpha``      (I + C_k)⁻¹y_k^(i)
-============================================================  =====================  ======================================
+==========================================  =====================  ==================
+book                                        code                   G&R (2006)
+==========================================  =====================  ==================
+points, classes n, C                        ``n``, ``n_classes``   N, K
+class c_i (codes 0..C−1); binary label y_i  ``t``                  t_n
+prior covariance K_c of class c             ``K[c]``               C_(φ_k)
+GP values f_i^c, all of them F (n × C)      ``M`` (binary ``m``)   m_nk, M
+one class f^c, one point f_i                ``M[:, c]``, ``M[i]``  m_k, m_n
+auxiliaries z_i^c, all of them z            ``Y`` (binary ``y``)   y_nk, Y
+one class z^c, one point z_i                ``Y[:, c]``, ``Y[i]``  y_k, y_n
+retained samples F^(s), z^(s)               ``samples.m``,         M^(i), Y^(i)
+                                            ``samples.y``
+dual weights α_c^(s) of a sample            ``samples.alpha``      (I + C_k)⁻¹y_k^(i)
+==========================================  =====================  ==================
 
 with α_c^(s) = (I + K_c)⁻¹z^(c(s)) (shape (S, n, C) for S retained samples).
 
@@ -237,7 +237,7 @@ class GibbsSamples:
         (entries z_i^c); C = 1 for the binary model (G&R's M^(i), Y^(i)).
     alpha : ndarray (S, n, C)
         α_c^(s) = (I + K_c)⁻¹z^(c(s)): the predictive mean of a new
-        point given sample s is (α_c^(s))ᵀk_*c (App. D).
+        point given sample s is (α_c^(s))ᵀk_∗c (App. D).
     log_likelihood : ndarray
         log P(c | f^(s)) (binary: log p(y | f^(s)))
         every ``thin`` iterations, burn-in included (a trace to inspect); its last S entries belong to the
@@ -422,7 +422,7 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
 
 # --------------------------------------------------------------------------- predictions
 def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean of f_*^c given each retained z^(s), and the shared variance (G&R App. D).
+    r"""Mean of f_∗^c given each retained z^(s), and the shared variance (G&R App. D).
 
     .. math:: \mu_*^{c(s)} = (\mathbf z^{c(s)})^T(I + K_c)^{-1}\mathbf k_{*c},\qquad
               \sigma_{*c}^2 = k_{**}^c - \mathbf k_{*c}^T(I + K_c)^{-1}\mathbf k_{*c}.
@@ -436,9 +436,9 @@ def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Arra
     Returns
     -------
     mean : ndarray (S, m, C)
-        One predictive mean μ_*^(c(s)) per retained sample s.
+        One predictive mean μ_∗^(c(s)) per retained sample s.
     var : ndarray (m, C)
-        The predictive variance σ_*c², the same for every sample.
+        The predictive variance σ_∗c², the same for every sample.
     """
     S, n, n_cols = samples.alpha.shape
     cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
@@ -456,16 +456,16 @@ def gibbs_predict_proba(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Array
                         ) -> np.ndarray:  # fmt: skip
     r"""Monte Carlo predictive distribution from the retained samples (G&R App. D), Rao–Blackwellised.
 
-    The paper draws one f_*^(s) per retained sample and averages
-    P(c_* = k | f_*^(s)). Here the Gaussian
-    f_* | z^(s) is integrated out exactly instead (same
+    The paper draws one f_∗^(s) per retained sample and averages
+    P(c_∗ = k | f_∗^(s)). Here the Gaussian
+    f_∗ | z^(s) is integrated out exactly instead (same
     expectation, smaller variance):
 
     .. math:: P(c_* = k) \approx \frac1S\sum_s E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_{*k} + \mu_*^{k(s)} - \mu_*^{j(s)}}{v_{*j}}\Bigr)\Bigr],
               \quad v_{*j} = \sqrt{1 + \sigma_{*j}^2},
 
-    with μ_*^(c(s)) and σ_*c² from :func:`gibbs_predict_latent`;
-    binary: P(y_* = +1) ≈ (1/S)∑_s Φ(μ_*^(s)/√(1 + σ_*²)).
+    with μ_∗^(c(s)) and σ_∗c² from :func:`gibbs_predict_latent`;
+    binary: P(y_∗ = +1) ≈ (1/S)∑_s Φ(μ_∗^(s)/√(1 + σ_∗²)).
 
     Parameters
     ----------

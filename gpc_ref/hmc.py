@@ -2,25 +2,25 @@ r"""Hybrid (Hamiltonian) Monte Carlo, and its use over GP hyperparameters (Willi
 
 Notation (book symbol ← code name):
 
-=======================================  =====================  ==========================================
-book                                     code                   meaning
-=======================================  =====================  ==========================================
-x ∈ ℝ^D                ``x``                  position: the variables being sampled
-p ∈ ℝ^D                ``p``                  momentum, one per position variable
-log π(x)                      ``log_prob``           log target density (up to a constant)
-E(x) = -log π(x)              (``-log_prob``)        potential energy (W&B's ℰ)
-M = diag(m)       ``mass``               mass matrix (diagonal; scalar = m I)
-K(p) = ½ pᵀ M⁻¹ p     (kinetic)              kinetic energy
-H(x, p) = E(x) + K(p)            (energy)               Hamiltonian (W&B's ℋ)
-ε                      ``step_size``          leapfrog step size
-L                                ``n_leapfrog``         leapfrog steps per trajectory
-ΔH                         ``energy_error``       H(x*, p*) - H(x, p) of a proposal
-ρ_k                           ``autocorrelation``    lag-k autocorrelation of a chain
-τ                             (``n / ess``)          integrated autocorrelation time
-θ                           ``theta``              the kernel's log-parameters (``SEKernel.theta``)
-ϕ = Aθ                   ``phi``                W&B's log-hyperparameters
-                                                                (log v_0, log w_1, …, log w_d)
-=======================================  =====================  ==========================================
+=====================  ===================  ================================================
+book                   code                 meaning
+=====================  ===================  ================================================
+x ∈ ℝ^D                ``x``                position: the variables being sampled
+p ∈ ℝ^D                ``p``                momentum, one per position variable
+log π(x)               ``log_prob``         log target density (up to a constant)
+E(x) = -log π(x)       (``-log_prob``)      potential energy (W&B's ℰ)
+M = diag(m)            ``mass``             mass matrix (diagonal; scalar = m I)
+K(p) = ½ pᵀ M⁻¹ p      (kinetic)            kinetic energy
+H(x, p) = E(x) + K(p)  (energy)             Hamiltonian (W&B's ℋ)
+ε                      ``step_size``        leapfrog step size
+L                      ``n_leapfrog``       leapfrog steps per trajectory
+ΔH                     ``energy_error``     H(x*, p*) - H(x, p) of a proposal
+ρ_k                    ``autocorrelation``  lag-k autocorrelation of a chain
+τ                      (``n / ess``)        integrated autocorrelation time
+θ                      ``theta``            the kernel's log-parameters (``SEKernel.theta``)
+ϕ = Aθ                 ``phi``              W&B's log-hyperparameters
+                                            (log v_0, log w_1, …, log w_d)
+=====================  ===================  ================================================
 
 W&B (1997, eq 8) write the covariance as v_0 exp(-½∑_l w_l (x_l - x'_l)²)
 and put independent N(-3, 3²) priors on ϕ = (log v_0, log w_1, …,
@@ -624,9 +624,9 @@ class HMCPrediction:
     ----------
     mean, var : ndarray (m,)
         Mean and variance of the latent predictive, the equal-weight mixture over the samples of
-        the Laplace latent predictives N(μ_*^(s), s_*^(2(s))) (law of total variance).
+        the Laplace latent predictives N(μ_∗^(s), s_∗^(2(s))) (law of total variance).
     proba : ndarray (m,)
-        P(y_* = +1) averaged over the samples.
+        P(y_∗ = +1) averaged over the samples.
     """
 
     mean: np.ndarray
@@ -649,7 +649,7 @@ def laplace_hmc_predict(
     .. math:: \bar\pi(x_*) = \int \hat\pi(x_*|\theta)\, p(\theta|t)\,d\theta
               \approx \frac1S\sum_{s=1}^S \hat\pi(x_*|\theta^{(s)}),
 
-    where π̂(x_*|θ) is the Laplace prediction at fixed hyperparameters (mode, latent
+    where π̂(x_∗|θ) is the Laplace prediction at fixed hyperparameters (mode, latent
     mean and variance, then the erf mixture or ``method``). A rejected proposal repeats a sample,
     and its prediction is reused rather than recomputed.
 
@@ -669,7 +669,7 @@ def laplace_hmc_predict(
     Returns
     -------
     HMCPrediction
-        The mixture's latent mean and variance and the averaged P(y_* = +1).
+        The mixture's latent mean and variance and the averaged P(y_∗ = +1).
     """
     if not isinstance(result, LaplaceHMCResult):
         raise ValueError(f"result must be a LaplaceHMCResult; got {type(result).__name__}")

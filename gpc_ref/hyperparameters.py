@@ -24,16 +24,16 @@ The box
 Every method that learns a kernel searches the same box, :func:`theta_box`, which gives each
 log-parameter the interval of its kind (:data:`LOG_PARAMETER_BOUNDS`):
 
-=====================  ================  =====================================================
-log-parameter          interval          why
-=====================  ================  =====================================================
-``log_variance``       [−10, 15]         σ_f² from 4.5e-5 to 3.3e6: ML-II on separable
-                                         data climbs to about 1e5 (the crabs)
-``log_lengthscale``    [−10, 10]         ℓ from 4.5e-5 to 2.2e4 standardised input units:
-                                         an irrelevant input's ℓ at the top is "infinite"
-``log_bias``           [−20, 15]         a variance that may vanish: K&G start it at 1e-8
-``log_jitter``         [−20, 10]         likewise (K&G's latent noise v_2 starts at 1e-6)
-=====================  ================  =====================================================
+===================  =========  ================================================
+log-parameter        interval   why
+===================  =========  ================================================
+``log_variance``     [−10, 15]  σ_f² from 4.5e-5 to 3.3e6: ML-II on separable
+                                data climbs to about 1e5 (the crabs)
+``log_lengthscale``  [−10, 10]  ℓ from 4.5e-5 to 2.2e4 standardised input units:
+                                an irrelevant input's ℓ at the top is "infinite"
+``log_bias``         [−20, 15]  a variance that may vanish: K&G start it at 1e-8
+``log_jitter``       [−20, 10]  likewise (K&G's latent noise v_2 starts at 1e-6)
+===================  =========  ================================================
 
 wide enough for every optimum in the book and narrow enough that no covariance overflows. An
 optimum on the box's edge is reported in ``at_bound`` and by a
@@ -55,7 +55,7 @@ Convergence
 L-BFGS-B stops when the objective stops changing, which can happen far from an optimum (a
 flat stretch, a failed line search). :func:`maximize` therefore checks the projected gradient
 itself: the result is ``converged`` only if
-‖P(g)‖_∞ ≤ tol·max(1, |f|). When L-BFGS-B stops early it is restarted
+‖P(g)‖_∞ ≤ tol·max(1, abs(f)). When L-BFGS-B stops early it is restarted
 from its last point (fresh curvature memory) until the test passes or ``max_iter`` iterations
 are spent; otherwise a :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count,
 the gradient norm, the parameter the objective would still move (with what its edge of the box

@@ -20,29 +20,29 @@ means and shifts carry the point as a subscript and the class as a superscript (
 the covariance quantities carry the class first, as a subscript (s_ci). Book symbol ← code
 name; G&R's symbol in brackets:
 
-=============================================================  =================  ==========================================
-book                                                           code               meaning
-=============================================================  =================  ==========================================
-n, C, S                                                ``n_points``,      training points, classes, points to include [N, K, S]
-                                                               ``n_classes``,
-                                                               ``n_active``
-c_i ∈ {0..C-1}                                     ``t``              class of point i [t_n, G&R's 1..K minus one]
-k = c_i, j ≠ k                               ``t[i]``           observed class of point i, its competitors [i = t_n, j ≠ i]
-K_c, k_ci                            ``kernel_column``  prior covariance of class c and its column i
-                                                                                  [C_(φ_k), C^n_(φ_k)]
-ℐ = (i_1, …, i_S)                         ``active_set``     included points in inclusion order
-l                                                      ``step``           inclusion step, 0-based [G&R's l, 1-based]
-M_c (S × n)                                ``M[g]``           Σ_c = K_c - M_cᵀ M_c [M_k]
-σ_ci                                 ``sigma_n``        column i of Σ_c [Σ_(k,n)]
-s_c = diag Σ_c, s_ci  ``var[:, c]``      posterior variances [s_k]
-μ^c, μ_i^c                      ``mean[:, c]``     posterior means [m̃_k, m̃_nk]
-z̃_i                                ``targets``        site values, fixed at inclusion [ỹ_n]
-p_i^c = z̃_i^c - μ_i^c                     ``shift``          truncation shift of G&R eqs 4.3–4.4 [p_nk]
-v_ci = √(1 + s_ci)                             ``v``              predictive scale in eq 5.5 [v_km]
-G                                                      ``n_kernels``      distinct kernels: 1 if all classes share one
-                                                                                  (then all Σ_c are equal), else C
-L_ℐ                                         ``L``              Cholesky factor of K_(c,ℐℐ) + I
-=============================================================  =================  ==========================================
+=====================  =================  ===========================================================
+book                   code               meaning
+=====================  =================  ===========================================================
+n, C, S                ``n_points``,      training points, classes, points to include [N, K, S]
+                       ``n_classes``,
+                       ``n_active``
+c_i ∈ {0..C-1}         ``t``              class of point i [t_n, G&R's 1..K minus one]
+k = c_i, j ≠ k         ``t[i]``           observed class of point i, its competitors [i = t_n, j ≠ i]
+K_c, k_ci              ``kernel_column``  prior covariance of class c and its column i
+                                          [C_(φ_k), C^n_(φ_k)]
+ℐ = (i_1, …, i_S)      ``active_set``     included points in inclusion order
+l                      ``step``           inclusion step, 0-based [G&R's l, 1-based]
+M_c (S × n)            ``M[g]``           Σ_c = K_c - M_cᵀ M_c [M_k]
+σ_ci                   ``sigma_n``        column i of Σ_c [Σ_(k,n)]
+s_c = diag Σ_c, s_ci   ``var[:, c]``      posterior variances [s_k]
+μ^c, μ_i^c             ``mean[:, c]``     posterior means [m̃_k, m̃_nk]
+z̃_i                    ``targets``        site values, fixed at inclusion [ỹ_n]
+p_i^c = z̃_i^c - μ_i^c  ``shift``          truncation shift of G&R eqs 4.3–4.4 [p_nk]
+v_ci = √(1 + s_ci)     ``v``              predictive scale in eq 5.5 [v_km]
+G                      ``n_kernels``      distinct kernels: 1 if all classes share one
+                                          (then all Σ_c are equal), else C
+L_ℐ                    ``L``              Cholesky factor of K_(c,ℐℐ) + I
+=====================  =================  ===========================================================
 
 References
 ----------
@@ -375,7 +375,7 @@ def entropy_reduction(var: ArrayLike) -> np.ndarray:
 
     Lawrence et al. (2003) select the point whose inclusion most reduces the entropy of the
     approximate posterior. Under G&R's update (eq 5.2) including point i multiplies
-    |Σ_c| by 1 - s_ci/(1+s_ci) = 1/(1+s_ci), and Q(f)
+    det Σ_c by 1 - s_ci/(1+s_ci) = 1/(1+s_ci), and Q(f)
     factorises over classes, so the entropy falls by ½∑_c log(1+s_ci). In
     Lawrence et al.'s notation each term is -½ log(1-ν_i ζ_i), with
     ζ_i = s_ci and ν_i = -∂² log Z_i/∂μ_i²; for G&R's

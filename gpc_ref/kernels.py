@@ -2,16 +2,16 @@ r"""The squared-exponential ARD covariance function, in every paper's clothes.
 
 Notation (book symbol ← code name):
 
-=====================  ==========================  ===========================================
-book                   code                        papers
-=====================  ==========================  ===========================================
-σ_f²     ``variance``                W&B v_0, G&M θ_1, K&G v_0, G&R s
-ℓ_d         ``lengthscale[d]``          W&B w_l = 1/ℓ_l², G&M r_l, K&G l_m = 1/ℓ_m²,
-                                                   G&R φ_d = 1/(2ℓ_d²) (no ½ in their kernel)
-σ_b²     ``bias``                    W&B v_1, G&M θ_2, K&G v_1
-σ_j²     ``jitter``                  G&M J, K&G latent noise v_2
-θ         ``theta``                   log of the learnable parameters, in the order below
-=====================  ==========================  ===========================================
+====  ==================  ===================================================
+book  code                papers
+====  ==================  ===================================================
+σ_f²  ``variance``        W&B v_0, G&M θ_1, K&G v_0, G&R s
+ℓ_d   ``lengthscale[d]``  W&B w_l = 1/ℓ_l², G&M r_l, K&G l_m = 1/ℓ_m²,
+                          G&R φ_d = 1/(2ℓ_d²) (no ½ in their kernel)
+σ_b²  ``bias``            W&B v_1, G&M θ_2, K&G v_1
+σ_j²  ``jitter``          G&M J, K&G latent noise v_2
+θ     ``theta``           log of the learnable parameters, in the order below
+====  ==================  ===================================================
 
 .. math::
 

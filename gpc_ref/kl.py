@@ -662,8 +662,8 @@ def kl_predict(result: KLResult, K_star: ArrayLike, k_star_star: ArrayLike, *,
     .. math:: \mu_* = \mathbf k_*^\top\boldsymbol\alpha, \qquad
               s_*^2 = k_{**} - \mathbf k_*^\top(K + \Lambda^{-1})^{-1}\mathbf k_* = k_{**} - \|L^{-1}\Lambda^{1/2}\mathbf k_*\|^2,
 
-    and P(y_* = +1) = ∫ p(+1 | f_*)N(f_* | μ_*, s_*²) df_*: exactly
-    Φ(μ_*/√(1 + s_*²)) for the probit, by the rule ``method`` of
+    and P(y_∗ = +1) = ∫ p(+1 | f_∗)N(f_∗ | μ_∗, s_∗²) df_∗: exactly
+    Φ(μ_∗/√(1 + s_∗²)) for the probit, by the rule ``method`` of
     :data:`~gpc_ref.likelihoods.SIGMOID_PREDICTIONS` for the logistic.
 
     Parameters

@@ -24,8 +24,8 @@ Notation, binary section (book symbol ← code name; W&B 1997's own symbol after
   (W&B's Ψ, eq 3, without its constants).
 - log q(y|X,θ) ← ``log_evidence``: the approximate log evidence (W&B eq 10,
   their log P_a(t|θ)).
-- k_* = K(X, x_*) ← ``K_star``; μ_*, s_*² ← ``mean, var``: latent predictive
-  mean and variance (W&B's ŷ_* and var y_*).
+- k_∗ = K(X, x_∗) ← ``K_star``; μ_∗, s_∗² ← ``mean, var``: latent predictive
+  mean and variance (W&B's ŷ_∗ and var y_∗).
 - W&B's log-hyperparameters ϕ = Aθ and their N(−3, 3²) priors: :mod:`gpc_ref.hyperparameters`.
 
 The multi-class (softmax) Laplace approximation is in :mod:`gpc_ref.laplace_multiclass`.
@@ -404,13 +404,13 @@ def laplace_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
 def laplace_predict_latent(
     mode: LaplaceMode, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of the Gaussian latent predictive q(f_*|y) at ``X_test``.
+    r"""Mean and variance of the Gaussian latent predictive q(f_∗|y) at ``X_test``.
 
     .. math:: \mu_* = \mathbf k_*^T\nabla\log p(\mathbf y|\hat{\mathbf f}) = \mathbf k_*^T(\mathbf t - \hat{\boldsymbol\pi}),
               \qquad s_*^2 = k_{**} - \mathbf k_*^T(K + W^{-1})^{-1}\mathbf k_* = k_{**} - \mathbf v^T\mathbf v,
               \quad \mathbf v = L^{-1}W^{1/2}\mathbf k_*.
 
-    W&B 1997 §2.1 give ŷ_* = kᵀK⁻¹ŷ = kᵀ(t - π̂)
+    W&B 1997 §2.1 give ŷ_∗ = kᵀK⁻¹ŷ = kᵀ(t - π̂)
     and the variance as the (n+1, n+1) element of (K_+⁻¹ + W_+)⁻¹; the form above is the
     same number without inverting K_+ (GPML Algorithm 3.2, eqs 3.21 and 3.24).
 
@@ -428,7 +428,7 @@ def laplace_predict_latent(
     Returns
     -------
     mean, var : ndarrays (m,)
-        μ_* and s_*² at each test input; ``var`` is clipped at 0 against rounding.
+        μ_∗ and s_∗² at each test input; ``var`` is clipped at 0 against rounding.
 
     References
     ----------
@@ -457,17 +457,17 @@ def laplace_predict_proba(
     erf_scales: ArrayLike | None = None,
     erf_coefficients: ArrayLike | None = None,
 ) -> np.ndarray:
-    r"""Class probability P(y_*=+1) = ∫ σ(f_*) N(f_*|μ_*, s_*²) df_*.
+    r"""Class probability P(y_∗=+1) = ∫ σ(f_∗) N(f_∗|μ_∗, s_∗²) df_∗.
 
     ``method`` chooses how the logistic is squashed through the Gaussian:
 
     - ``"erf_mixture"``: W&B 1997 §2.1, σ replaced by five scaled normal CDFs, each integrated
       exactly (pass ``erf_scales``/``erf_coefficients`` to use another implementation's constants);
-    - ``"mackay"``: MacKay's probit approximation σ(μ_*/√(1+πs_*²/8)) (G&M eq 23);
+    - ``"mackay"``: MacKay's probit approximation σ(μ_∗/√(1+πs_∗²/8)) (G&M eq 23);
     - ``"quadrature"``: 64-node Gauss–Hermite quadrature (GPML eq 3.25 evaluated numerically);
     - ``"exact"``: adaptive quadrature, slow, the reference.
 
-    For the probit likelihood the integral is exact, Φ(μ_*/√(1+s_*²)), whatever
+    For the probit likelihood the integral is exact, Φ(μ_∗/√(1+s_∗²)), whatever
     ``method`` says.
 
     Parameters
@@ -485,7 +485,7 @@ def laplace_predict_proba(
     Returns
     -------
     ndarray (m,)
-        P(y_* = +1).
+        P(y_∗ = +1).
 
     References
     ----------

@@ -23,7 +23,7 @@ GPML §3.5 is ``F.T.ravel()``.
 - a ← ``a``: K⁻¹f (f^c = K_c a^c); at the mode
   a = t - π (W&B 1998 App. C).
 - Ψ(f) ← ``psi``: log p(t|f) - ½fᵀK⁻¹f.
-- μ_*, Σ_* ← ``mean (m, C)``, ``cov (m, C, C)``: latent predictive.
+- μ_∗, Σ_∗ ← ``mean (m, C)``, ``cov (m, C, C)``: latent predictive.
 
 References
 ----------
@@ -612,13 +612,13 @@ def softmax_laplace_optimize(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
 def softmax_laplace_predict_latent(
     mode: SoftmaxLaplaceMode, kernel: SEKernel | Sequence[SEKernel], X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian latent predictive q(f_*|t) = N(μ_*, Σ_*) at each test point.
+    """Gaussian latent predictive q(f_∗|t) = N(μ_∗, Σ_∗) at each test point.
 
     .. math:: \\mu_*^c = \\mathbf k_*^{c\\,T}(\\mathbf t^c - \\hat\\pi^c), \\qquad
               \\Sigma_*^{cc'} = \\delta_{cc'}\\bigl(k_c(x_*,x_*) - \\mathbf k_*^{c\\,T}E_c\\mathbf k_*^c\\bigr)
               + (E_c\\mathbf k_*^c)^T(\\textstyle\\sum_{c''} E_{c''})^{-1}(E_{c'}\\mathbf k_*^{c'})
 
-    i.e. Σ_* = diag(k_**) - Q_*ᵀ(K + W⁻¹)⁻¹Q_* written with the blocks
+    i.e. Σ_∗ = diag(k_∗∗) - Q_∗ᵀ(K + W⁻¹)⁻¹Q_∗ written with the blocks
     of GPML eq 3.45 (W&B 1998 §4; GPML Alg. 3.4 lines 9–13).
 
     Parameters
@@ -633,7 +633,7 @@ def softmax_laplace_predict_latent(
     Returns
     -------
     mean : ndarray (m, C)
-        μ_* at each test point.
+        μ_∗ at each test point.
     cov : ndarray (m, C, C)
         Latent predictive covariance between the classes at each test point (the test points are
         treated one at a time: covariances between different test points are not returned).
@@ -668,7 +668,7 @@ def softmax_laplace_predict_proba(mode: SoftmaxLaplaceMode, kernel: SEKernel | S
                                   X_test: ArrayLike, *, method: str = "qmc",
                                   rng: np.random.Generator | int | None = None, n_samples: int | None = None,
                                   n_nodes: int | None = None) -> np.ndarray:  # fmt: skip
-    """Class probabilities π̄_*^c = ∫ softmax_c(f_*) q(f_*|t) df_*.
+    """Class probabilities π̄_∗^c = ∫ softmax_c(f_∗) q(f_∗|t) df_∗.
 
     The latent predictive of :func:`softmax_laplace_predict_latent` is pushed through the softmax by
     :func:`softmax_gaussian_expectation`: ``method="monte_carlo"`` as W&B 1998 §4 (needs ``rng``), or

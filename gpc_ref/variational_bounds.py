@@ -10,28 +10,28 @@ of the posterior from which predictions follow.
 
 Notation (book symbol ← code name ← G&M symbol):
 
-=========================  ==================  ==========================================================
-book                       code                Gibbs & MacKay (2000)
-=========================  ==================  ==========================================================
-t_n ∈ {0,1}    ``t``               t_n (class label)
-s_n = 2t_n - 1     ``s``               (-1)^(t_n+1)
-f_n                ``a`` / ``f``       a_n = a(x_n), the latent "logit"
-K                  ``K``               C_N (covariance with jitter J)
-k_*        ``k``               k_N+1 (eq 20)
-k_**             ``kappa``           κ (eq 21)
-σ             ``expit``           g (eq 10)
-ξ_n              ``nu``              ν_n, lower-bound variational parameter
-λ(ξ)       ``lambda_jj(nu)``   λ(ν) (eq 11)
-η_n ∈ [0,1]   ``mu``              μ_n, upper-bound variational parameter
-H_2                ``binary_entropy``  ℋ_2 (eq 12)
-W = 2Λ       ``W``               2Λ_N
-B                  ``L`` (factor)      B = I + W^½ K W^½ (GPML-style symmetric form of H_N)
-d          ``d``               d_n = ½ s_n
-b          ``b``               b_n = μ_n s_n
-α  ``alpha``           H_N⁻¹d
-m, Σ  ``mean, cov``       mean and covariance of 𝒫_Q(a_N)
-θ             ``theta``           log of Θ = (θ_1, {r_l}, θ_2) (``SEKernel.theta``)
-=========================  ==================  ==========================================================
+==============  ==================  ====================================================
+book            code                Gibbs & MacKay (2000)
+==============  ==================  ====================================================
+t_n ∈ {0,1}     ``t``               t_n (class label)
+s_n = 2t_n - 1  ``s``               (-1)^(t_n+1)
+f_n             ``a`` / ``f``       a_n = a(x_n), the latent "logit"
+K               ``K``               C_N (covariance with jitter J)
+k_∗             ``k``               k_N+1 (eq 20)
+k_∗∗            ``kappa``           κ (eq 21)
+σ               ``expit``           g (eq 10)
+ξ_n             ``nu``              ν_n, lower-bound variational parameter
+λ(ξ)            ``lambda_jj(nu)``   λ(ν) (eq 11)
+η_n ∈ [0,1]     ``mu``              μ_n, upper-bound variational parameter
+H_2             ``binary_entropy``  ℋ_2 (eq 12)
+W = 2Λ          ``W``               2Λ_N
+B               ``L`` (factor)      B = I + W^½ K W^½ (GPML-style symmetric form of H_N)
+d               ``d``               d_n = ½ s_n
+b               ``b``               b_n = μ_n s_n
+α               ``alpha``           H_N⁻¹d
+m, Σ            ``mean, cov``       mean and covariance of 𝒫_Q(a_N)
+θ               ``theta``           log of Θ = (θ_1, {r_l}, θ_2) (``SEKernel.theta``)
+==============  ==================  ====================================================
 
 Stable forms used here (derived in the chapter). With H = I + WK (G&M eq 19),
 B = I + W^½KW^½ = LLᵀ and det H = det B:
@@ -855,7 +855,7 @@ def optimize_upper_bound(
 def predict_lower(
     bound: LowerBound, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of 𝒫_Q(a_*) (G&M eqs 17–21, eq 18 corrected).
+    r"""Mean and variance of 𝒫_Q(a_∗) (G&M eqs 17–21, eq 18 corrected).
 
     .. math:: a_l = \mathbf k_*^T H^{-1}\mathbf d = \mathbf k_*^T\boldsymbol\alpha, \qquad
               s_l^2 = \kappa - 2\mathbf k_*^T H^{-1}\Lambda\mathbf k_*
@@ -894,7 +894,7 @@ def predict_lower(
 def predict_upper(
     bound: UpperBound, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of 𝒫_R(a_*) (G&M eqs 26–28, corrected).
+    r"""Mean and variance of 𝒫_R(a_∗) (G&M eqs 26–28, corrected).
 
     𝒫_R(a_{N+1}) ∝ exp(−½ aᵀ C_{N+1}⁻¹ a + b̃ᵀa) with b̃ = (b, 0) is N(C_{N+1} b̃, C_{N+1}),
     whose last marginal is

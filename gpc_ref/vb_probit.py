@@ -11,36 +11,36 @@ Notation: the book's (n training points indexed by i, C classes indexed by c, th
 subscript and the class as a superscript, f_i^c; among the latent quantities only the
 auxiliaries carry a tilde, for their mean under Q). Book symbol ← code name, and G&R's symbol:
 
-=========================================================  ====================  =========================================
-book                                                       code                  G&R (2006)
-=========================================================  ====================  =========================================
-points, classes n, C                               ``n``, ``n_classes``  N, K
-class of point i, c_i ∈ {0..C-1}               ``t``                 t_n ∈ {1..K} (minus one)
-binary label y_i ∈ {-1, +1}                    ``t``                 t_n ∈ {-1, +1} (§4.4.1)
-prior covariance K_c of class c                    ``K[c]``              C_(φ_k)
-GP values F (n × C), f_i^c                 (not stored)          M, m_nk
-posterior means μ_i^c                            ``M`` (n, C)          M̃, m̃_nk
-their column μ^c (class c)            ``M[:, c]``           m̃_k
-their row μ_i (point i)               ``M[i]``              m̃_n
-auxiliaries z_i^c, all of them z   (not stored)          y_nk, Y
-their posterior means z̃_i^c             ``Y`` (n, C)          Ỹ, ỹ_nk
-mean shift p_i^c, P (n × C)                ``P`` (n, C)          P, p_nk (§4.4)
-normaliser 𝒵_i of Q(z_i)  ``exp(log_Z)``        𝒵_n
-dual weights α_c                   ``alpha`` (n, C)      (I + C_k)⁻¹ỹ_k
-posterior covariance Σ_c                      (not formed)          Σ_k = C_k(I + C_k)⁻¹
-lower bound ℒ                             ``lower_bound``       Appendix C
-kernel precisions φ_d                        ``phi``               φ_d = 1/(2ℓ_d²)
-their exponential rates ψ_d                     ``psi``               ψ_d
-Gamma hyperprior (shape, rate)                             ``prior_shape``,      σ, τ
-                                                           ``prior_rate``
-=========================================================  ====================  =========================================
+================================  ====================  ========================
+book                              code                  G&R (2006)
+================================  ====================  ========================
+points, classes n, C              ``n``, ``n_classes``  N, K
+class of point i, c_i ∈ {0..C-1}  ``t``                 t_n ∈ {1..K} (minus one)
+binary label y_i ∈ {-1, +1}       ``t``                 t_n ∈ {-1, +1} (§4.4.1)
+prior covariance K_c of class c   ``K[c]``              C_(φ_k)
+GP values F (n × C), f_i^c        (not stored)          M, m_nk
+posterior means μ_i^c             ``M`` (n, C)          M̃, m̃_nk
+their column μ^c (class c)        ``M[:, c]``           m̃_k
+their row μ_i (point i)           ``M[i]``              m̃_n
+auxiliaries z_i^c, all of them z  (not stored)          y_nk, Y
+their posterior means z̃_i^c       ``Y`` (n, C)          Ỹ, ỹ_nk
+mean shift p_i^c, P (n × C)       ``P`` (n, C)          P, p_nk (§4.4)
+normaliser 𝒵_i of Q(z_i)          ``exp(log_Z)``        𝒵_n
+dual weights α_c                  ``alpha`` (n, C)      (I + C_k)⁻¹ỹ_k
+posterior covariance Σ_c          (not formed)          Σ_k = C_k(I + C_k)⁻¹
+lower bound ℒ                     ``lower_bound``       Appendix C
+kernel precisions φ_d             ``phi``               φ_d = 1/(2ℓ_d²)
+their exponential rates ψ_d       ``psi``               ψ_d
+Gamma hyperprior (shape, rate)    ``prior_shape``,      σ, τ
+                                  ``prior_rate``
+================================  ====================  ========================
 
 with α_c = (I + K_c)⁻¹z̃^c, Σ_c = K_c(I + K_c)⁻¹
 and p_i^c = z̃_i^c - μ_i^c. Keeping α_c instead of
 μ^c means only I + K_c is ever factorised (its eigenvalues are at least one),
 never K_c itself: μ^c = K_c α_c,
 (μ^c)ᵀ K_c⁻¹μ^c = α_cᵀ K_c α_c,
-and the predictive mean at a new point x_* is α_cᵀk_*c (§4.5).
+and the predictive mean at a new point x_∗ is α_cᵀk_∗c (§4.5).
 
 The lower bound of Appendix C simplifies (the book derives it) to
 
@@ -49,7 +49,7 @@ The lower bound of Appendix C simplifies (the book derives it) to
           - \tfrac12\sum_c \log|I + K_c|,
 
 because tr Σ_c + tr(K_c⁻¹Σ_c) = n and
-|Σ_c|/|K_c| = |I + K_c|⁻¹. The printed final
+det Σ_c / det K_c = 1/det(I + K_c). The printed final
 expression carries an extra -(n(C-1)/2) log 2π (G&R's N(K-1); see the errata page).
 
 References
@@ -614,7 +614,7 @@ def latent_from_alpha(mats: Sequence[np.ndarray], alpha: np.ndarray) -> np.ndarr
 
 # --------------------------------------------------------------------------- predictions
 def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of f_*^c at new inputs x_* under Q(f) (G&R §4.5).
+    r"""Mean and variance of f_∗^c at new inputs x_∗ under Q(f) (G&R §4.5).
 
     .. math:: \mu_*^c = (\widetilde{\mathbf z}^c)^T(I + K_c)^{-1}\mathbf k_{*c}
               = \boldsymbol\alpha_c^T\mathbf k_{*c},\qquad
@@ -624,14 +624,14 @@ def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -
     ----------
     result : VBResult
     K_cross : array_like (n, m) or (C, n, m)
-        Covariances k_*c between the training points and the m new points (shared, or one per class).
+        Covariances k_∗c between the training points and the m new points (shared, or one per class).
     k_diag : array_like (m,) or (C, m)
-        Prior variances k_**^c of the new points.
+        Prior variances k_∗∗^c of the new points.
 
     Returns
     -------
     mean, var : ndarrays of shape (m, C)
-        μ_*^c and σ_*c².
+        μ_∗^c and σ_∗c².
     """
     n_cols = result.alpha.shape[1]
     cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
@@ -653,10 +653,10 @@ def vb_predict_proba(
 ) -> np.ndarray:
     r"""Predictive class probabilities (G&R §4.5 and Appendix B).
 
-    Binary: P(y_* = +1) = Φ(μ_*/√(1 + σ_*²)).
+    Binary: P(y_∗ = +1) = Φ(μ_∗/√(1 + σ_∗²)).
 
-    C classes: P(c_* = k) = E_u[∏_(j ≠ k)Φ((u v_*k + μ_*^k - μ_*^j)/v_*j)],
-    v_*j = √(1 + σ_*j²), by Gauss–Hermite quadrature (means and variances from
+    C classes: P(c_∗ = k) = E_u[∏_(j ≠ k)Φ((u v_∗k + μ_∗^k - μ_∗^j)/v_∗j)],
+    v_∗j = √(1 + σ_∗j²), by Gauss–Hermite quadrature (means and variances from
     :func:`vb_predict_latent`).
 
     Parameters

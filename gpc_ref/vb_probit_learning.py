@@ -530,7 +530,7 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
     vb_tol_per_gradient : float
         Far from the optimum the VB iterations stop when the residual of α
         (√tolerance) is this multiple of the previous evaluation's relative gradient
-        (largest free component over max(1, |bound|)), between √vb_tol and 1e-3:
+        (largest free component over max(1, abs(bound))), between √vb_tol and 1e-3:
         an inexact gradient where only its direction matters. Near the optimum (relative gradient within
         ten times ``tol``) the evaluation is redone at ``vb_tol``, so the value and gradient the search stops
         on are those of a fixed point. 0 runs every evaluation to ``vb_tol``. On 200 penguins and on the

@@ -7,6 +7,7 @@ TeX the package's docstrings use; anything else is left as a visible ``\\name`` 
 
 import re
 import sys
+import unicodedata
 
 GREEK = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
@@ -137,6 +138,10 @@ def wrap(text):
 def script(kind, inner):
     """A subscript or superscript: Unicode superscripts where they exist, else ``_x``/``^x`` or parenthesised."""
     inner = inner.strip()
+    if kind == "_":  # reStructuredText reads "x_*" and "x_-i" as links to "x": U+2217 and parentheses
+        inner = inner.replace("*", "∗")
+        if inner.startswith("-"):
+            return f"_({inner})"
     if kind == "^":
         if inner == "*":
             return "*"
@@ -144,7 +149,7 @@ def script(kind, inner):
             return "^½"
         if inner and all(c in SUPERSCRIPT for c in inner) and not (inner.startswith("(") or inner == "T" * 0):
             return "".join(SUPERSCRIPT[c] for c in inner)
-    simple = "[A-Za-z0-9*…∘'ℐℒ∖+∞\u0370-\u03ff\u0300-\u036f]+"
+    simple = "[A-Za-z0-9*∗…∘'ℐℒ∖+∞\u0370-\u03ff\u0300-\u036f]+"
     if kind == "_" and re.fullmatch("-?" + simple, inner) or re.fullmatch(simple, inner):
         return kind + inner + "\x02"  # a space if a letter follows
     if re.fullmatch(r"\([^()]*\)", inner):
@@ -189,6 +194,54 @@ def convert(tex):
 
 
 ROLE = re.compile(r":math:`([^`]*)`")
+BORDER = re.compile(r"^( *)(=+)((?: +=+)+) *$")
+
+
+def width(text):
+    """Display width (combining accents take no column), as docutils measures a table cell."""
+    return sum(0 if unicodedata.combining(c) else 1 for c in text)
+
+
+def convert_roles(text):
+    return ROLE.sub(lambda match: convert(match.group(1)), text)
+
+
+def tables(source):
+    """Convert the roles inside simple tables cell by cell and re-pad the columns to the new widths."""
+    lines = source.split("\n")
+    out, number = [], 0
+    while number < len(lines):
+        match = BORDER.match(lines[number])
+        if not match:
+            out.append(lines[number])
+            number += 1
+            continue
+        indent = match.group(1)
+        border = lines[number]
+        starts = [m.start() for m in re.finditer(r"=+", border)]
+        end = number + 1
+        borders = 1
+        while end < len(lines) and borders < 3:
+            if BORDER.match(lines[end]):
+                borders += 1
+            end += 1
+        rows = []
+        for line in lines[number:end]:
+            if BORDER.match(line):
+                rows.append(None)
+                continue
+            cells = [line[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]
+            rows.append([convert_roles(cell) for cell in cells])
+        widths = [max(width(row[k]) for row in rows if row) for k in range(len(starts))]
+        widths = [max(w, 1) for w in widths]
+        for row in rows:
+            if row is None:
+                out.append(indent + "  ".join("=" * w for w in widths))
+            else:
+                padded = [cell + " " * (w - width(cell)) for cell, w in zip(row, widths)]
+                out.append((indent + "  ".join(padded)).rstrip())
+        number = end
+    return "\n".join(out)
 
 
 def main(paths):
@@ -200,7 +253,7 @@ def main(paths):
             print(f"{path}: {match.group(1)!s}  ->  {plain}")
             return plain
 
-        new = ROLE.sub(replace, source)
+        new = ROLE.sub(replace, tables(source))
         open(path, "w", encoding="utf-8").write(new)
 
 

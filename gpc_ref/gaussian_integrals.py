@@ -640,7 +640,7 @@ def softmax_gaussian_expectation(
 
 
 def log_sum_exp(F: ArrayLike) -> np.ndarray | float:
-    r"""log ∑_c exp F_(… c) along the last axis, without overflow.
+    r"""log ∑_c exp F[..., c] along the last axis, without overflow.
 
     Parameters
     ----------

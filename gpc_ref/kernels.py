@@ -352,7 +352,7 @@ class SEKernel:
 
         - ∂/∂log σ_f²: ∑_ab G_ab;
         - ∂/∂log ℓ_d: ∑_ab G_ab(x_ad-x_bd)²/ℓ_d²
-          = 2 (gᵀx_d^(∘ 2) - x_dᵀGx_d)/ℓ_d², g = G1
+          = 2 (gᵀ(x_d∘x_d) - x_dᵀGx_d)/ℓ_d², g = G1, the row sums of G
           (summed over d for a shared lengthscale);
         - bias: σ_b²∑_ab Q_ab; jitter: σ_j² tr Q.
 

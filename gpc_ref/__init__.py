@@ -7,6 +7,9 @@ give the equation numbers); the seven estimators wrap them with one scikit-learn
 module, e.g. ``from gpc_ref.laplace import laplace_mode``. The book's Reference part has one page
 per module.
 
+Formulas in docstrings are plain Unicode (σ_f², K⁻¹, τ̃_i, ∑_i; bold vectors in plain letters), so that
+help() reads as text; the book's chapters typeset them.
+
 Modules, and what each holds:
 
 - :mod:`gpc_ref.kernels`: the squared-exponential ARD kernel ``SEKernel`` (bias, jitter, log

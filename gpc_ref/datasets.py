@@ -550,14 +550,14 @@ def make_three_class_toy(
 
 
 def three_class_toy_bayes_proba(X: ArrayLike) -> np.ndarray:
-    r"""The true class probabilities :math:`p(c \mid \mathbf x)` of :func:`make_three_class_toy`.
+    r"""The true class probabilities p(c | x) of :func:`make_three_class_toy`.
 
-    The classes are equally likely and only :math:`(x_1, x_2)` depend on the class, so with
-    :math:`r^2 = x_1^2 + x_2^2` the class densities are :math:`1/(0.4\pi)` on each annulus
-    (0.1 < r² < 0.5 for class 0, 0.6 < r² < 1 for class 1) and :math:`N(\mathbf 0, 0.01 I)` for
+    The classes are equally likely and only (x_1, x_2) depend on the class, so with
+    r² = x_1² + x_2² the class densities are 1/(0.4π) on each annulus
+    (0.1 < r² < 0.5 for class 0, 0.6 < r² < 1 for class 1) and N(0, 0.01 I) for
     class 2, and Bayes' rule gives the posterior. Its argmax is the Bayes-optimal classifier; the
     classes overlap only where class 2's Gaussian reaches into class 0's annulus, so the Bayes error
-    is :math:`\tfrac13 P(r^2 > 0.1 \mid c = 2)\cdot` (the part of that tail where class 0 is more
+    is ⅓ P(r² > 0.1 | c = 2)· (the part of that tail where class 0 is more
     probable), about 0.22 %: no classifier's accuracy on this problem can exceed about 99.78 %.
 
     Parameters
@@ -568,7 +568,7 @@ def three_class_toy_bayes_proba(X: ArrayLike) -> np.ndarray:
     Returns
     -------
     ndarray (n, 3)
-        :math:`p(c \mid \mathbf x)` for c = 0, 1, 2.
+        p(c | x) for c = 0, 1, 2.
     """
     X = check_matrix(X, "X")
     if X.shape[1] < 2:

@@ -1,49 +1,49 @@
 r"""Expectation propagation (EP) for binary GP classification (Kim & Ghahramani; GPML §3.6).
 
-EP replaces every likelihood term :math:`p(y_i|f_i)` by an unnormalised Gaussian *site*
-:math:`\tilde t_i(f_i) \propto \exp(\tilde\nu_i f_i - \tfrac12\tilde\tau_i f_i^2)` chosen so that the
-Gaussian :math:`q(\mathbf f) \propto N(\mathbf f|0, C)\prod_i \tilde t_i(f_i)` has, at every point, the
-mean and variance of the *tilted* distribution :math:`q_{\setminus i}(f_i)\,p(y_i|f_i)` (K&G eq 8).
+EP replaces every likelihood term p(y_i|f_i) by an unnormalised Gaussian *site*
+t̃_i(f_i) ∝ exp(ν̃_i f_i - ½τ̃_i f_i²) chosen so that the
+Gaussian q(f) ∝ N(f|0, C)∏_i t̃_i(f_i) has, at every point, the
+mean and variance of the *tilted* distribution q_∖i(f_i) p(y_i|f_i) (K&G eq 8).
 The sites are refined one at a time (sequential sweeps) with a rank-one update of the posterior
-covariance, in the numerically stable form of GPML Algorithm 3.5 (:math:`B = I + \tilde S^{1/2} C
-\tilde S^{1/2}`, never :math:`C^{-1}`); when a non-log-concave likelihood produces negative site
-precisions (which :math:`\tilde S^{1/2}` cannot hold) the posterior is recomputed from
-:math:`M = I + L_C^T\tilde T L_C` instead.
+covariance, in the numerically stable form of GPML Algorithm 3.5 (B = I + S̃^½ C
+S̃^½, never C⁻¹); when a non-log-concave likelihood produces negative site
+precisions (which S̃^½ cannot hold) the posterior is recomputed from
+M = I + L_CᵀT̃ L_C instead.
 
 One likelihood family covers both models of the chapter:
 
 .. math:: p(y|f) = \epsilon + (1-2\epsilon)\,\Phi\!\left(\frac{y f}{\sqrt s}\right),
 
-- ``ProbitLikelihood()``: :math:`\epsilon = 0`, :math:`s = 1` (K&G eq 4, GPML §3.6);
-- ``LabelNoiseLikelihood(epsilon, 0)``: K&G's eq 9, :math:`\epsilon + (1-2\epsilon)H(yf)`, with their
-  latent noise :math:`v_2` in the prior covariance (the kernel's learnable ``jitter``, K&G eq 10).
-  Integrating that noise out turns :math:`H` into :math:`\Phi(yf/\sqrt{v_2})`: the two views give
+- ``ProbitLikelihood()``: ε = 0, s = 1 (K&G eq 4, GPML §3.6);
+- ``LabelNoiseLikelihood(epsilon, 0)``: K&G's eq 9, ε + (1-2ε)H(yf), with their
+  latent noise v_2 in the prior covariance (the kernel's learnable ``jitter``, K&G eq 10).
+  Integrating that noise out turns H into Φ(yf/√v_2): the two views give
   the same EP fixed point and evidence (tested), so ``LabelNoiseLikelihood(epsilon, v)`` with
-  :math:`s = v > 0` is accepted too.
+  s = v > 0 is accepted too.
 
 Learning the hyperparameters (EM-EP and direct maximisation of the EP evidence) is in
 :mod:`gpc_ref.ep_learning`.
 
 Notation (book symbol ← code name; Kim & Ghahramani's symbol in brackets). The docstrings write
-:math:`C` for the prior covariance, as K&G do; the chapter writes :math:`K`.
+C for the prior covariance, as K&G do; the chapter writes K.
 
-- :math:`y_i \in \{-1,+1\}` ← ``y``: labels (K&G :math:`y_i`).
-- :math:`C` (book :math:`K`) ← ``K``: prior covariance of :math:`\mathbf f`, with the latent noise
-  :math:`v_2` on its diagonal (K&G :math:`\mathbf C`, eq 10).
-- :math:`\tilde\tau_i, \tilde\nu_i` ← ``tau, nu``: site precision and precision times mean
-  (K&G :math:`1/v_i` and :math:`m_i/v_i`); :math:`\tilde T = \mathrm{diag}(\tilde{\boldsymbol\tau})` is K&G's :math:`\Lambda^{-1}`.
-- :math:`\Sigma, \boldsymbol\mu` ← ``Sigma, mu``: EP posterior covariance and mean (K&G :math:`\mathbf A`, :math:`\mathbf h`).
-- :math:`\mu_{-i}, \sigma^2_{-i}` ← ``mean_cav, var_cav``: cavity mean and variance
-  (K&G :math:`h_i^{\setminus i}`, :math:`\lambda_i`); :math:`\tau_{-i}, \nu_{-i}` ← ``tau_cav, nu_cav``.
-- :math:`Z_i` ← ``log_Z`` (its log): normaliser of the tilted distribution (K&G :math:`Z_i`).
-- :math:`\alpha_i` ← ``alpha``: :math:`\partial\log Z_i/\partial\mu_{-i}` (K&G's :math:`\alpha_i` times :math:`y_i`);
-  :math:`\beta_i` ← ``beta``: :math:`-\partial^2\log Z_i/\partial\mu_{-i}^2`.
-- :math:`\mathbf a` ← ``a``: :math:`C^{-1}\boldsymbol\mu`; at the fixed point :math:`a_i = \alpha_i`
-  (K&G eq 11: :math:`\boldsymbol\mu = C\,\mathrm{diag}(\mathbf y)\boldsymbol\alpha`).
-- :math:`R` ← ``R``: :math:`C^{-1} - C^{-1}\Sigma C^{-1} = (C + \tilde T^{-1})^{-1}`.
-- :math:`\epsilon` ← ``epsilon``: labelling-error rate; :math:`s` ← ``latent_noise``: noise variance
-  inside the likelihood (0 for K&G's step, whose noise :math:`v_2` sits in :math:`C`).
-- :math:`\log Z_{EP}` ← ``log_evidence``: EP approximation to the log evidence (K&G eq 12).
+- y_i ∈ {-1,+1} ← ``y``: labels (K&G y_i).
+- C (book K) ← ``K``: prior covariance of f, with the latent noise
+  v_2 on its diagonal (K&G C, eq 10).
+- τ̃_i, ν̃_i ← ``tau, nu``: site precision and precision times mean
+  (K&G 1/v_i and m_i/v_i); T̃ = diag(τ̃) is K&G's Λ⁻¹.
+- Σ, μ ← ``Sigma, mu``: EP posterior covariance and mean (K&G A, h).
+- μ_(-i), σ²_(-i) ← ``mean_cav, var_cav``: cavity mean and variance
+  (K&G h_i^∖i, λ_i); τ_(-i), ν_(-i) ← ``tau_cav, nu_cav``.
+- Z_i ← ``log_Z`` (its log): normaliser of the tilted distribution (K&G Z_i).
+- α_i ← ``alpha``: ∂log Z_i/∂μ_(-i) (K&G's α_i times y_i);
+  β_i ← ``beta``: -∂² log Z_i/∂μ_(-i)².
+- a ← ``a``: C⁻¹μ; at the fixed point a_i = α_i
+  (K&G eq 11: μ = C diag(y)α).
+- R ← ``R``: C⁻¹ - C⁻¹ΣC⁻¹ = (C + T̃⁻¹)⁻¹.
+- ε ← ``epsilon``: labelling-error rate; s ← ``latent_noise``: noise variance
+  inside the likelihood (0 for K&G's step, whose noise v_2 sits in C).
+- log Z_EP ← ``log_evidence``: EP approximation to the log evidence (K&G eq 12).
 
 References
 ----------
@@ -109,10 +109,10 @@ _LOG_2PI = np.log(2.0 * np.pi)
 
 # ===================================================================== the site likelihood
 def site_likelihood(likelihood: ProbitLikelihood | LabelNoiseLikelihood) -> tuple[float, float]:
-    r"""Return ``(epsilon, s)`` of :math:`p(y|f) = \epsilon + (1-2\epsilon)\Phi(yf/\sqrt s)`.
+    r"""Return ``(epsilon, s)`` of p(y|f) = ε + (1-2ε)Φ(yf/√s).
 
-    ``ProbitLikelihood()`` is :math:`(0, 1)`; ``LabelNoiseLikelihood(epsilon, latent_noise)`` is
-    :math:`(\epsilon, \text{latent\_noise})`, where ``latent_noise = 0`` is K&G's step :math:`H(yf)`.
+    ``ProbitLikelihood()`` is (0, 1); ``LabelNoiseLikelihood(epsilon, latent_noise)`` is
+    (ε, latent_noise), where ``latent_noise = 0`` is K&G's step H(yf).
 
     Parameters
     ----------
@@ -122,7 +122,7 @@ def site_likelihood(likelihood: ProbitLikelihood | LabelNoiseLikelihood) -> tupl
     Returns
     -------
     epsilon, latent_noise : float
-        The labelling-error rate :math:`\epsilon` and the noise variance :math:`s` inside :math:`\Phi`.
+        The labelling-error rate ε and the noise variance s inside Φ.
     """
     if isinstance(likelihood, ProbitLikelihood):
         return 0.0, 1.0
@@ -138,9 +138,9 @@ def site_likelihood(likelihood: ProbitLikelihood | LabelNoiseLikelihood) -> tupl
 class TiltedMoments:
     r"""Log normaliser and its first two derivatives in the cavity mean, for each point.
 
-    ``log_Z`` = :math:`\log Z_i`, ``alpha`` = :math:`\partial \log Z_i/\partial\mu_{-i}`,
-    ``beta`` = :math:`-\partial^2\log Z_i/\partial\mu_{-i}^2`. The tilted mean and variance are
-    :math:`\mu_{-i} + \sigma_{-i}^2\alpha_i` and :math:`\sigma_{-i}^2 - \sigma_{-i}^4\beta_i`.
+    ``log_Z`` = log Z_i, ``alpha`` = ∂log Z_i/∂μ_(-i),
+    ``beta`` = -∂² log Z_i/∂μ_(-i)². The tilted mean and variance are
+    μ_(-i) + σ_(-i)²α_i and σ_(-i)² - σ_(-i)⁴β_i.
     """
 
     log_Z: np.ndarray
@@ -225,35 +225,35 @@ def _tilted_scalar(y, mean_cav, var_cav, log_epsilon, log_scale, latent_noise):
 def posterior_from_sites(
     K: np.ndarray, tau: np.ndarray, nu: np.ndarray, *, need_R: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
-    r"""Posterior :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)`, :math:`\Sigma = (C^{-1} + \tilde T)^{-1}`,
-    :math:`\boldsymbol\mu = \Sigma\tilde{\boldsymbol\nu}`, without inverting :math:`C`.
+    r"""Posterior q(f) = N(μ, Σ), Σ = (C⁻¹ + T̃)⁻¹,
+    μ = Σν̃, without inverting C.
 
-    - All :math:`\tilde\tau_i \ge 0` (always so for the probit and for :math:`\epsilon = 0`):
-      GPML Alg. 3.5, :math:`B = I + \tilde S^{1/2}C\tilde S^{1/2} = LL^T`,
-      :math:`\Sigma = C - V^TV` with :math:`V = L^{-1}\tilde S^{1/2}C`, :math:`R = \tilde S^{1/2}B^{-1}\tilde S^{1/2}`.
-      :math:`B` has eigenvalues :math:`\ge 1`, and :math:`C` itself is never factorised.
-    - Some :math:`\tilde\tau_i < 0` (labelling noise, :math:`\epsilon > 0`): with :math:`C = L_CL_C^T`,
-      :math:`M = I + L_C^T\tilde T L_C = L_ML_M^T` is positive definite exactly when :math:`q` is a proper
-      Gaussian; :math:`\Sigma = W^TW`, :math:`W = L_M^{-1}L_C^T`, and :math:`R = \tilde T - \tilde T\Sigma\tilde T`.
-      If :math:`M` is not positive definite, the factorisation raises ``LinAlgError``.
+    - All τ̃_i ≥ 0 (always so for the probit and for ε = 0):
+      GPML Alg. 3.5, B = I + S̃^½CS̃^½ = LLᵀ,
+      Σ = C - VᵀV with V = L⁻¹S̃^½C, R = S̃^½B⁻¹S̃^½.
+      B has eigenvalues ≥ 1, and C itself is never factorised.
+    - Some τ̃_i < 0 (labelling noise, ε > 0): with C = L_C L_Cᵀ,
+      M = I + L_CᵀT̃ L_C = L_M L_Mᵀ is positive definite exactly when q is a proper
+      Gaussian; Σ = WᵀW, W = L_M⁻¹L_Cᵀ, and R = T̃ - T̃ΣT̃.
+      If M is not positive definite, the factorisation raises ``LinAlgError``.
 
     Parameters
     ----------
     K : ndarray (n, n)
-        Prior covariance :math:`C` (not checked).
+        Prior covariance C (not checked).
     tau, nu : ndarray (n,)
-        Site parameters :math:`\tilde\tau_i, \tilde\nu_i`.
+        Site parameters τ̃_i, ν̃_i.
     need_R : bool
-        Also form :math:`R` (the EP sweeps need only :math:`\Sigma` and :math:`\boldsymbol\mu`).
+        Also form R (the EP sweeps need only Σ and μ).
 
     Returns
     -------
     Sigma : ndarray (n, n)
     mu : ndarray (n,)
     R : ndarray (n, n) or None
-        :math:`C^{-1} - C^{-1}\Sigma C^{-1}`; ``None`` unless ``need_R``.
+        C⁻¹ - C⁻¹ΣC⁻¹; ``None`` unless ``need_R``.
     log_det : float
-        :math:`\log|I + \tilde T C|`.
+        log|I + T̃ C|.
     """
     n = K.shape[0]
     eye = np.eye(n)
@@ -298,16 +298,16 @@ def ep_log_evidence(
     latent_noise: float = 1.0,
     posterior: tuple[np.ndarray, np.ndarray, np.ndarray | None, float] | None = None,
 ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-    r"""EP approximation to :math:`\log p(\mathbf y|X,\theta)` (K&G eq 12) in a stable form.
+    r"""EP approximation to log p(y|X,θ) (K&G eq 12) in a stable form.
 
     With the cavities taken from the current posterior,
 
     .. math:: \log Z_{EP} = \sum_i\Bigl[\log Z_i + \tfrac12\log\bigl(1 + \tilde\tau_i/\tau_{-i}\bigr)
               + \tfrac12\tau_{-i}\mu_{-i}(\mu_{-i} - \mu_i)\Bigr] - \tfrac12\log|I + \tilde TC|,
 
-    which is K&G's :math:`\log\bigl(|\Lambda|^{1/2}|C+\Lambda|^{-1/2}e^{B/2}\prod_i s_i\bigr)` rewritten in the
+    which is K&G's log(det(Λ)^½ det(C+Λ)^(-1/2) e^(B/2) ∏_i s_i) rewritten in the
     site natural parameters (GPML eq 3.65 in another arrangement): no infinite site variance
-    :math:`v_i = 1/\tilde\tau_i` appears, and negative :math:`\tilde\tau_i` are allowed.
+    v_i = 1/τ̃_i appears, and negative τ̃_i are allowed.
     Raises ``FloatingPointError`` if a cavity has non-positive precision.
 
     Parameters
@@ -324,9 +324,9 @@ def ep_log_evidence(
     Returns
     -------
     log_evidence : float
-        :math:`\log Z_{EP}`.
+        log Z_EP.
     log_Z, tau_cav, nu_cav : ndarray (n,)
-        Tilted log normalisers and cavity natural parameters :math:`\tau_{-i}, \nu_{-i}`.
+        Tilted log normalisers and cavity natural parameters τ_(-i), ν_(-i).
     """
     if posterior is None:
         posterior = posterior_from_sites(K, tau, nu)
@@ -347,25 +347,25 @@ def ep_log_evidence(
 # ===================================================================== EP itself
 @dataclass(frozen=True)
 class EPResult:
-    r"""The EP approximation :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)` and its sites.
+    r"""The EP approximation q(f) = N(μ, Σ) and its sites.
 
     Attributes
     ----------
     tau, nu : ndarray (n,)
-        Site natural parameters :math:`\tilde\tau_i, \tilde\nu_i` (K&G :math:`1/v_i`, :math:`m_i/v_i`).
+        Site natural parameters τ̃_i, ν̃_i (K&G 1/v_i, m_i/v_i).
     mu, Sigma : ndarray
-        Posterior mean and covariance (K&G :math:`\mathbf h`, :math:`\mathbf A`).
+        Posterior mean and covariance (K&G h, A).
     a : ndarray (n,)
-        :math:`C^{-1}\boldsymbol\mu = \tilde{\boldsymbol\nu} - \tilde T\boldsymbol\mu`, the weights of the
-        predictive mean :math:`\mathbf k_*^T\mathbf a` (K&G's :math:`\mathrm{diag}(\mathbf y)\boldsymbol\alpha`).
+        C⁻¹μ = ν̃ - T̃μ, the weights of the
+        predictive mean k_∗ᵀa (K&G's diag(y)α).
     R : ndarray (n, n)
-        :math:`C^{-1} - C^{-1}\Sigma C^{-1}`, for predictive variances and the evidence gradient.
+        C⁻¹ - C⁻¹ΣC⁻¹, for predictive variances and the evidence gradient.
     log_evidence : float
-        :math:`\log Z_{EP}` (K&G eq 12).
+        log Z_EP (K&G eq 12).
     log_Z, mean_cav, var_cav : ndarray (n,)
         Tilted normalisers and the cavities at the returned posterior.
     epsilon, latent_noise : float
-        The likelihood :math:`\epsilon + (1-2\epsilon)\Phi(yf/\sqrt s)` that was used.
+        The likelihood ε + (1-2ε)Φ(yf/√s) that was used.
     n_sweeps : int
         Sweeps through the sites that were run.
     converged : bool
@@ -375,7 +375,7 @@ class EPResult:
     n_skipped : int
         Site updates skipped because a cavity had non-positive precision.
     log_det : float
-        :math:`\log|I + \tilde TC|`, so that :math:`\log|\Sigma| = \log|C| - \log|I + \tilde TC|`.
+        log|I + T̃C|, so that log|Σ| = log|C| - log|I + T̃C|.
     schedule : {"sequential", "parallel"}
         How the sites were updated.
     """
@@ -401,16 +401,16 @@ class EPResult:
 
 
 def site_marginals(K: ArrayLike, tau: ArrayLike, nu: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""Marginal variances :math:`\operatorname{diag}\Sigma` and mean :math:`\boldsymbol\mu` of :math:`q(\mathbf f)`,
-    without forming :math:`\Sigma`: all that a parallel EP sweep needs.
+    r"""Marginal variances diag Σ and mean μ of q(f),
+    without forming Σ: all that a parallel EP sweep needs.
 
-    With all :math:`\tilde\tau_i \ge 0`: :math:`B = I + \tilde S^{1/2}K\tilde S^{1/2} = LL^T` (GPML Alg. 3.5) and,
-    by the Woodbury identity, :math:`\tilde S^{1/2}\Sigma\tilde S^{1/2} = I - B^{-1}`, so
-    :math:`\Sigma_{ii} = (1 - (B^{-1})_{ii})/\tilde\tau_i` with :math:`\operatorname{diag}B^{-1}` the squared
-    column norms of :math:`L^{-1}`: one Cholesky and one triangular inverse instead of the triangular
-    solve :math:`L^{-1}\tilde S^{1/2}K`. Where :math:`\tilde\tau_i k_{ii} < 10^{-4}` that difference would
-    cancel, and :math:`\Sigma_{ii} = k_{ii} - \|L^{-1}\tilde S^{1/2}\mathbf k_i\|^2` is used instead.
-    With negative site precisions, the :math:`M` form of :func:`posterior_from_sites`.
+    With all τ̃_i ≥ 0: B = I + S̃^½KS̃^½ = LLᵀ (GPML Alg. 3.5) and,
+    by the Woodbury identity, S̃^½ΣS̃^½ = I - B⁻¹, so
+    Σ_ii = (1 - (B⁻¹)_ii)/τ̃_i with diag B⁻¹ the squared
+    column norms of L⁻¹: one Cholesky and one triangular inverse instead of the triangular
+    solve L⁻¹S̃^½K. Where τ̃_i k_ii < 10⁻⁴ that difference would
+    cancel, and Σ_ii = k_ii - ‖L⁻¹S̃^½k_i‖² is used instead.
+    With negative site precisions, the M form of :func:`posterior_from_sites`.
 
     Parameters
     ----------
@@ -696,7 +696,7 @@ def expectation_propagation(
 def ep_evidence_gradient(
     result: EPResult, *, dK: ArrayLike | None = None, kernel: SEKernel | None = None, X: ArrayLike | None = None
 ) -> np.ndarray:
-    r"""Gradient of :math:`\log Z_{EP}` in the kernel's log-parameters at the EP fixed point (GPML eq 5.27).
+    r"""Gradient of log Z_EP in the kernel's log-parameters at the EP fixed point (GPML eq 5.27).
 
     At a fixed point the evidence is stationary in the site parameters, so only the prior moves:
 
@@ -704,14 +704,14 @@ def ep_evidence_gradient(
               - \tfrac12\operatorname{tr}\Bigl(R\,\frac{\partial C}{\partial\theta_j}\Bigr),
               \qquad \mathbf a = C^{-1}\boldsymbol\mu,\; R = C^{-1} - C^{-1}\Sigma C^{-1}.
 
-    This is also K&G's eq 14, the gradient of their bound :math:`\mathcal F` at :math:`q = q_{EP}`.
+    This is also K&G's eq 14, the gradient of their bound ℱ at q = q_EP.
 
     Parameters
     ----------
     result : EPResult
         EP at the kernel's parameters (its ``a`` and ``R``).
     dK : array_like (P, n, n), optional
-        The stack :math:`\partial C/\partial\theta_j`, ``kernel.gradients(X)``.
+        The stack ∂C/∂θ_j, ``kernel.gradients(X)``.
     kernel : SEKernel, optional
     X : array_like (n, D), optional
         Instead of ``dK``: the kernel and training inputs (then :meth:`SEKernel.gradient_traces`
@@ -732,10 +732,10 @@ def ep_evidence_gradient(
 
 
 def ep_epsilon_gradient(result: EPResult, y: ArrayLike) -> float:
-    r""":math:`\partial\log Z_{EP}/\partial\epsilon` at the EP fixed point: :math:`\sum_i (1 - 2\Phi(z_i))/Z_i`.
+    r"""∂log Z_EP/∂ε at the EP fixed point: ∑_i (1 - 2Φ(z_i))/Z_i.
 
     Like the kernel gradient, only the explicit dependence counts at a fixed point: the
-    derivative of :math:`\sum_i\log Z_i` with the cavities held fixed.
+    derivative of ∑_i log Z_i with the cavities held fixed.
 
     Parameters
     ----------
@@ -770,7 +770,7 @@ def ep_predict(result: EPResult, K_star: ArrayLike, k_star_star: ArrayLike) -> E
     .. math:: \mu_* = \mathbf k_*^T\mathbf a, \qquad \sigma_*^2 = k_{**} - \mathbf k_*^TR\,\mathbf k_*,
               \qquad p(y_*=+1) = \epsilon + (1-2\epsilon)\Phi\bigl(\mu_*/\sqrt{s + \sigma_*^2}\bigr).
 
-    Rounding can leave :math:`\sigma_*^2` a hair below zero when a test input repeats a training
+    Rounding can leave σ_∗² a hair below zero when a test input repeats a training
     input; it is clipped at the smallest positive float.
 
     Parameters
@@ -779,7 +779,7 @@ def ep_predict(result: EPResult, K_star: ArrayLike, k_star_star: ArrayLike) -> E
     K_star : array_like (n, m)
         Cross covariance between the training and the m test inputs.
     k_star_star : array_like (m,)
-        Prior variances of the test latents (with the latent noise :math:`v_2`, which belongs to the
+        Prior variances of the test latents (with the latent noise v_2, which belongs to the
         test latent too).
 
     Returns

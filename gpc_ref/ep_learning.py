@@ -3,16 +3,16 @@ direct maximisation of the EP evidence.
 
 EM-EP (K&G §4, Appendix A) alternates an E-step, EP at the current hyperparameters
 (:func:`gpc_ref.ep.expectation_propagation`), with an M-step that maximises K&G's variational lower
-bound :math:`\mathcal F` over the kernel's log-parameters with :math:`q` fixed (eqs 13–17) and updates the
-labelling-error rate :math:`\epsilon` (eq 18). At a fixed point of EM the gradient of the EP evidence
-vanishes (K&G eq 14 equals GPML eq 5.27 at :math:`q = q_{EP}`), so EM and direct maximisation of
-:math:`\log Z_{EP}` by its gradient look for the same points.
+bound ℱ over the kernel's log-parameters with q fixed (eqs 13–17) and updates the
+labelling-error rate ε (eq 18). At a fixed point of EM the gradient of the EP evidence
+vanishes (K&G eq 14 equals GPML eq 5.27 at q = q_EP), so EM and direct maximisation of
+log Z_EP by its gradient look for the same points.
 
 Notation as in :mod:`gpc_ref.ep`, plus:
 
-- :math:`\mathcal F` ← ``F``: K&G's variational lower bound (eqs 13, 15); :math:`\mathcal F_{\Theta_{cov}}` ←
-  ``F_cov``, its prior term and the M-step objective (eq 16); :math:`\mathcal F_\epsilon` ← ``F_epsilon``.
-- :math:`\Theta_{cov}` ← ``kernel.theta``: the kernel's log-parameters.
+- ℱ ← ``F``: K&G's variational lower bound (eqs 13, 15); ℱ_(Θ_cov) ←
+  ``F_cov``, its prior term and the M-step objective (eq 16); ℱ_ε ← ``F_epsilon``.
+- Θ_cov ← ``kernel.theta``: the kernel's log-parameters.
 
 References
 ----------
@@ -77,7 +77,7 @@ _LOG_2PI = np.log(2.0 * np.pi)
 # ===================================================================== the variational bound and EM-EP
 @dataclass(frozen=True)
 class VariationalBound:
-    r"""K&G's bound :math:`\mathcal F = \mathcal F_\epsilon + \mathcal F_{\Theta_{cov}} + H(q) \le \log p(\mathbf y|\Theta)` (eq 15)."""
+    r"""K&G's bound ℱ = ℱ_ε + ℱ_(Θ_cov) + H(q) ≤ log p(y|Θ) (eq 15)."""
 
     F: float
     F_epsilon: float
@@ -88,7 +88,7 @@ class VariationalBound:
 def m_step_objective(
     theta: ArrayLike, kernel: SEKernel, X: ArrayLike, mu: np.ndarray, Sigma: np.ndarray
 ) -> tuple[float, np.ndarray]:
-    r""":math:`\mathcal F_{\Theta_{cov}}` (K&G eq 16) and its gradient (eq 17) for fixed :math:`q = N(\boldsymbol\mu, \Sigma)`.
+    r"""ℱ_(Θ_cov) (K&G eq 16) and its gradient (eq 17) for fixed q = N(μ, Σ).
 
     .. math:: \mathcal F_{\Theta_{cov}} = E_q[\log N(\mathbf f|0, C_\theta)]
               = -\tfrac12\log|2\pi C| - \tfrac12\boldsymbol\mu^TC^{-1}\boldsymbol\mu - \tfrac12\operatorname{tr}(C^{-1}\Sigma),
@@ -96,9 +96,9 @@ def m_step_objective(
     .. math:: \frac{\partial\mathcal F_{\Theta_{cov}}}{\partial\theta_j} = \tfrac12\operatorname{tr}\Bigl(
               \bigl(C^{-1}(\Sigma + \boldsymbol\mu\boldsymbol\mu^T)C^{-1} - C^{-1}\bigr)\frac{\partial C}{\partial\theta_j}\Bigr).
 
-    :math:`C` is factorised once; the matrix of the traces,
-    :math:`C^{-1}(\Sigma + \boldsymbol\mu\boldsymbol\mu^T - C)C^{-1}`, comes from two Cholesky solves
-    (no inverse is formed). Raises ``numpy.linalg.LinAlgError`` if :math:`C_\theta` is not
+    C is factorised once; the matrix of the traces,
+    C⁻¹(Σ + μμᵀ - C)C⁻¹, comes from two Cholesky solves
+    (no inverse is formed). Raises ``numpy.linalg.LinAlgError`` if C_θ is not
     numerically positive definite (the optimiser then rejects the step).
 
     Parameters
@@ -110,7 +110,7 @@ def m_step_objective(
     X : ndarray (n, D)
         Training inputs.
     mu, Sigma : ndarrays (n,), (n, n)
-        Mean and covariance of the fixed :math:`q(\mathbf f)` (from the E-step).
+        Mean and covariance of the fixed q(f) (from the E-step).
 
     Returns
     -------
@@ -138,12 +138,12 @@ def m_step_objective(
 
 
 def _expected_log_likelihood(y, mu, var, epsilon, latent_noise):
-    r""":math:`\sum_i E_{q(f_i)}[\log p(y_i|f_i)]` (K&G's :math:`\mathcal F_\epsilon`, eq 15).
+    r"""∑_i E_(q(f_i))[log p(y_i|f_i)] (K&G's ℱ_ε, eq 15).
 
-    For the step (:math:`s = 0`) it is exact: :math:`\sum_i[(1-P_i)\log(1-\epsilon) + P_i\log\epsilon]` with
-    :math:`P_i = \Phi(-y_i\mu_i/\sigma_i)` the probability under :math:`q` that point i is on the wrong side
-    (the EP chapter's :math:`P_i`, and the summand of :func:`epsilon_from_expected_errors`); it is
-    :math:`-\infty` when :math:`\epsilon = 0`. For :math:`s > 0` it is computed by Gauss–Hermite quadrature.
+    For the step (s = 0) it is exact: ∑_i[(1-P_i) log(1-ε) + P_i log ε] with
+    P_i = Φ(-y_i μ_i/σ_i) the probability under q that point i is on the wrong side
+    (the EP chapter's P_i, and the summand of :func:`epsilon_from_expected_errors`); it is
+    -∞ when ε = 0. For s > 0 it is computed by Gauss–Hermite quadrature.
     """
     if latent_noise == 0.0:
         log_wrong = log_ndtr(-y * mu / np.sqrt(var))  # log P_i
@@ -159,16 +159,16 @@ def _expected_log_likelihood(y, mu, var, epsilon, latent_noise):
 
 
 def variational_bound(result: EPResult, kernel: SEKernel, X: ArrayLike, y: ArrayLike) -> VariationalBound:
-    r"""The lower bound :math:`\mathcal F` of K&G eq 13/15 at :math:`q = q_{EP}` and the kernel's parameters.
+    r"""The lower bound ℱ of K&G eq 13/15 at q = q_EP and the kernel's parameters.
 
-    :math:`\mathcal F = E_q[\log p(\mathbf y|\mathbf f,\epsilon)] + E_q[\log p(\mathbf f|\Theta_{cov})] + H(q)`,
-    with :math:`H(q) = \tfrac12\log|2\pi e\Sigma|` and :math:`\log|\Sigma| = \log|C| - \log|I + \tilde TC|`.
-    By Jensen's inequality :math:`\mathcal F \le \log p(\mathbf y|\Theta)` for any :math:`q`.
+    ℱ = E_q[log p(y|f,ε)] + E_q[log p(f|Θ_cov)] + H(q),
+    with H(q) = ½ log|2πeΣ| and log|Σ| = log|C| - log|I + T̃C|.
+    By Jensen's inequality ℱ ≤ log p(y|Θ) for any q.
 
     Parameters
     ----------
     result : EPResult
-        EP at ``kernel`` (supplies :math:`q`, :math:`\epsilon` and :math:`s`).
+        EP at ``kernel`` (supplies q, ε and s).
     kernel : SEKernel
     X, y
         As in :func:`em_ep`.
@@ -189,14 +189,14 @@ def variational_bound(result: EPResult, kernel: SEKernel, X: ArrayLike, y: Array
 
 
 def epsilon_from_errors(y: ArrayLike, mean: ArrayLike) -> float:
-    r"""K&G's M-step for :math:`\epsilon` (Appendix A, eq 18): :math:`\epsilon^* = r/n`, with :math:`r` the
-    number of training points whose predicted label :math:`\operatorname{sign}(\text{mean}_i)` is not :math:`y_i`.
+    r"""K&G's M-step for ε (Appendix A, eq 18): ε* = r/n, with r the
+    number of training points whose predicted label sign(mean_i) is not y_i.
 
     ``mean`` must be the classifier's latent mean at the training inputs *without* the latent noise
-    :math:`v_2`, :math:`E[g_i] = \mu_i - v_2 a_i` (:func:`em_ep` passes it). With K&G's step likelihood the
-    EP mean of the noisy :math:`f_i` itself always has the sign of :math:`y_i` when :math:`\epsilon = 0` (the
-    tilted distribution is truncated to :math:`y_if_i > 0`), so counting errors of :math:`E[f_i]` would keep
-    :math:`\epsilon` at a starting value of 0 for ever.
+    v_2, E[g_i] = μ_i - v_2 a_i (:func:`em_ep` passes it). With K&G's step likelihood the
+    EP mean of the noisy f_i itself always has the sign of y_i when ε = 0 (the
+    tilted distribution is truncated to y_i f_i > 0), so counting errors of E[f_i] would keep
+    ε at a starting value of 0 for ever.
 
     Parameters
     ----------
@@ -215,15 +215,15 @@ def epsilon_from_errors(y: ArrayLike, mean: ArrayLike) -> float:
 
 
 def epsilon_from_expected_errors(y: ArrayLike, mu: ArrayLike, var: ArrayLike) -> float:
-    r"""The exact maximiser of :math:`\mathcal F_\epsilon` for the step likelihood (not in the paper):
-    :math:`\epsilon^* = \frac1n\sum_i\Phi(-y_i\mu_i/\sigma_i)`, the expected number of training errors under :math:`q`.
+    r"""The exact maximiser of ℱ_ε for the step likelihood (not in the paper):
+    ε* = (1/n)∑_i Φ(-y_i μ_i/σ_i), the expected number of training errors under q.
 
     Parameters
     ----------
     y : array_like (n,)
         Labels in {−1, +1} (or {0, 1}).
     mu, var : array_like (n,)
-        Marginal means and variances of :math:`q(\mathbf f)`.
+        Marginal means and variances of q(f).
 
     Returns
     -------
@@ -250,17 +250,17 @@ class EMEPResult:
     ep : EPResult
         EP at the returned hyperparameters.
     log_evidence, F : float
-        :math:`\log Z_{EP}` and K&G's bound :math:`\mathcal F` there.
+        log Z_EP and K&G's bound ℱ there.
     n_iter : int
         E-steps run (each an EP run warm-started from the previous sites).
     converged : bool
-        The projected gradient of :math:`\log Z_{EP}` in the learnt log-parameters was at most
+        The projected gradient of log Z_EP in the learnt log-parameters was at most
         ``tolerance`` (and ε no longer changed).
     gradient_norm, tolerance : float
         The largest projected gradient component at the last E-step, and the tolerance it was held to.
     history : ndarray (n_iter, 7)
-        One row per E-step, the columns of :data:`HISTORY_COLUMNS`: :math:`\log Z_{EP}`, :math:`\mathcal F`,
-        the M-step's gain in :math:`\mathcal F_{\Theta_{cov}}` (NaN for an extrapolated point), ε, the
+        One row per E-step, the columns of :data:`HISTORY_COLUMNS`: log Z_EP, ℱ,
+        the M-step's gain in ℱ_(Θ_cov) (NaN for an extrapolated point), ε, the
         gradient norm, the seconds since the start and the EP sweeps so far.
     n_sweeps : int
         EP sweeps over all E-steps.
@@ -337,16 +337,16 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
           damping: float = 1.0, ep_tol: float = 1e-6, progress: bool = False) -> EMEPResult:  # fmt: skip
     r"""The EM-EP algorithm (K&G §4, Appendix A), stopped by the gradient of the evidence.
 
-    - **E-step**: EP at the current :math:`(\Theta_{cov}, \epsilon)` gives
-      :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)` (K&G eq 11), warm-started from the previous sites.
-    - **M-step**: maximise :math:`\mathcal F_{\Theta_{cov}}` (eq 16) over the free log-parameters with
-      :math:`q` fixed, by :func:`gpc_ref.hyperparameters.maximize` with the gradient of eq 17 (at most
+    - **E-step**: EP at the current (Θ_cov, ε) gives
+      q(f) = N(μ, Σ) (K&G eq 11), warm-started from the previous sites.
+    - **M-step**: maximise ℱ_(Θ_cov) (eq 16) over the free log-parameters with
+      q fixed, by :func:`gpc_ref.hyperparameters.maximize` with the gradient of eq 17 (at most
       ``m_step_max_iter`` L-BFGS-B iterations, a partial M-step; K&G used conjugate gradients); then
-      :math:`\epsilon^* = r/n` (Appendix A; ``epsilon_rule="errors"``) or the exact maximiser of
-      :math:`\mathcal F_\epsilon`, the expected error rate (``"expected"``).
+      ε* = r/n (Appendix A; ``epsilon_rule="errors"``) or the exact maximiser of
+      ℱ_ε, the expected error rate (``"expected"``).
 
-    **When to stop.** At a fixed point of EM the gradient of :math:`\mathcal F` in :math:`\Theta_{cov}` is
-    that of :math:`\log Z_{EP}` (K&G eq 14 = GPML eq 5.27 at :math:`q = q_{EP}`), and zero. So after every
+    **When to stop.** At a fixed point of EM the gradient of ℱ in Θ_cov is
+    that of log Z_EP (K&G eq 14 = GPML eq 5.27 at q = q_EP), and zero. So after every
     E-step the gradient of the EP evidence (:func:`~gpc_ref.ep.ep_evidence_gradient`, cheap once EP has
     run) is projected on the box of the learnt log-parameters, and EM stops when its largest component
     is at most ``tol × max(1, abs(log Z_EP))`` and ε no longer changes. A small change of the evidence
@@ -357,17 +357,17 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     **Where EP cannot run** at the M-step's proposal (a cavity with negative precision, a covariance that does
     not factorise, or one that factorises only with more jitter than requested, which would change the model),
     the proposal is retried with EP started from the prior, then the step from the current
-    parameters is halved until EP runs (:math:`\Theta` moves less, F still rises along the M-step's path); if
+    parameters is halved until EP runs (Θ moves less, F still rises along the M-step's path); if
     it never does, EM stops at the last point where EP ran and warns (``converged`` is False).
 
     **Acceleration** (``acceleration="squarem"``, not in the paper): EM's steps shrink where the
-    evidence is flat, and its fixed-point map :math:`\theta \mapsto M(E(\theta))` converges linearly.
-    SQUAREM (Varadhan & Roland 2008) takes two EM steps :math:`\theta_1, \theta_2` from :math:`\theta_0`,
-    extrapolates :math:`\theta' = \theta_0 - 2s\mathbf r + s^2\mathbf v` with :math:`\mathbf r = \theta_1 - \theta_0`,
-    :math:`\mathbf v = \theta_2 - 2\theta_1 + \theta_0`, :math:`s = -\|\mathbf r\|/\|\mathbf v\|`, and keeps
-    :math:`\theta'` only if :math:`\log Z_{EP}` there is at least that at :math:`\theta_1` and EP converged there
-    without jitter (else :math:`s` moves halfway to :math:`-1`, where :math:`\theta' = \theta_2`). As in
-    Varadhan & Roland's default, :math:`|s|` is capped by a bound that starts at 1 and grows fourfold each time it
+    evidence is flat, and its fixed-point map θ ↦ M(E(θ)) converges linearly.
+    SQUAREM (Varadhan & Roland 2008) takes two EM steps θ_1, θ_2 from θ_0,
+    extrapolates θ' = θ_0 - 2sr + s²v with r = θ_1 - θ_0,
+    v = θ_2 - 2θ_1 + θ_0, s = -‖r‖/‖v‖, and keeps
+    θ' only if log Z_EP there is at least that at θ_1 and EP converged there
+    without jitter (else s moves halfway to -1, where θ' = θ_2). As in
+    Varadhan & Roland's default, abs(s) is capped by a bound that starts at 1 and grows fourfold each time it
     binds, so the first jumps stay near the EM path. The fixed points, and the stopping rule, are EM's.
 
     Parameters
@@ -384,7 +384,7 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     learn_epsilon : bool
         Update ε in the M-step.
     epsilon_rule : {"errors", "expected"}
-        K&G's :math:`r/n` or the expected error rate under :math:`q`.
+        K&G's r/n or the expected error rate under q.
     fixed : sequence of str
         Kernel parameter names (``kernel.theta_names``) held at their initial values.
     acceleration : {None, "squarem"}
@@ -571,7 +571,7 @@ class EvidenceFitResult:
     ep : EPResult
         EP at the returned hyperparameters.
     log_evidence : float
-        :math:`\log Z_{EP}` there.
+        log Z_EP there.
     n_evaluations : int
         Evaluations of the EP evidence (each a warm-started EP run).
     n_sweeps : int
@@ -581,7 +581,7 @@ class EvidenceFitResult:
     optimization : HyperparameterFit
         The search.
     trace : ndarray (n_evaluations, 3)
-        Per evaluation: :math:`\log Z_{EP}`, the seconds since the start, the EP sweeps so far.
+        Per evaluation: log Z_EP, the seconds since the start, the EP sweeps so far.
     """
 
     kernel: SEKernel
@@ -601,7 +601,7 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                          rng: np.random.Generator | int | None = None, schedule: str = "parallel",
                          max_iter: int = 200, tol: float = 1e-5, damping: float = 1.0, ep_tol: float = 1e-6,
                          ep_tol_per_gradient: float = 0.01, progress: bool = False) -> EvidenceFitResult:  # fmt: skip
-    r"""Maximise :math:`\log Z_{EP}` (K&G eq 12) directly over the log-parameters (and ε).
+    r"""Maximise log Z_EP (K&G eq 12) directly over the log-parameters (and ε).
 
     Each evaluation runs EP to convergence (warm-started from the previous sites) and uses the
     fixed-point gradients :func:`~gpc_ref.ep.ep_evidence_gradient` and
@@ -610,8 +610,8 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     factorisations (the evidence there would be that of another model), raises ``FloatingPointError``,
     which the maximiser treats as a failed evaluation: the step is rejected and the line search shrinks
     it (as EM-EP's SQUAREM rejects such extrapolations). A start where that happens is skipped.
-    ε is optimised as :math:`\eta` with :math:`\epsilon = \tfrac12\sigma(\eta)`, so it stays in
-    :math:`(0, \tfrac12)`; a starting ε of 0 is replaced by 0.01. The alternative to :func:`em_ep`,
+    ε is optimised as η with ε = ½σ(η), so it stays in
+    (0, ½); a starting ε of 0 is replaced by 0.01. The alternative to :func:`em_ep`,
     compared with it in the EP chapter.
 
     Parameters

@@ -15,15 +15,15 @@ approximations the papers use and the references they are measured against:
   degree-5 cubature rule for the softmax.
 
 The KL method (:mod:`gpc_ref.kl`) needs a fourth kind, the expectations of a log link and of its
-first two derivatives, :math:`E[\log g(z)]`, :math:`E[(\log g)'(z)]`, :math:`E[(\log g)''(z)]` for
-:math:`z \sim N(\mu, s^2)` and :math:`g = \sigma` or :math:`\Phi` (:func:`log_link_expectations`):
-Gauss–Hermite while :math:`s` is small, panels of Gauss–Legendre rules split at the link's bend
+first two derivatives, E[log g(z)], E[(log g)'(z)], E[(log g)''(z)] for
+z ~ N(μ, s²) and g = σ or Φ (:func:`log_link_expectations`):
+Gauss–Hermite while s is small, panels of Gauss–Legendre rules split at the link's bend
 when it is not.
 
-Notation (book symbol ← code name): :math:`\mu, s^2` ← ``mean, var`` (one Gaussian per entry);
-:math:`\boldsymbol\mu, \Sigma` ← ``mean (m, C), cov (m, C, C)`` (one C-dimensional Gaussian per
-row); :math:`C` ← ``n_classes``; :math:`\kappa_i, c_i` ← ``ERF_MIXTURE_SCALES``,
-``ERF_MIXTURE_COEFFICIENTS``; :math:`Q` ← the number of nodes of a rule.
+Notation (book symbol ← code name): μ, s² ← ``mean, var`` (one Gaussian per entry);
+μ, Σ ← ``mean (m, C), cov (m, C, C)`` (one C-dimensional Gaussian per
+row); C ← ``n_classes``; κ_i, c_i ← ``ERF_MIXTURE_SCALES``,
+``ERF_MIXTURE_COEFFICIENTS``; Q ← the number of nodes of a rule.
 
 References
 ----------
@@ -75,10 +75,10 @@ __all__ = [
 
 # --------------------------------------------------------------------------- Gauss–Hermite rules
 def standard_normal_rule(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    r"""Gauss–Hermite nodes and weights for :math:`E[g(u)]`, :math:`u \sim N(0, 1)`.
+    r"""Gauss–Hermite nodes and weights for E[g(u)], u ~ N(0, 1).
 
-    numpy's rule is for :math:`\int e^{-x^2}g(x)\,dx`; substituting :math:`u = \sqrt2 x` gives
-    nodes :math:`\sqrt2 x_i` and weights :math:`w_i/\sqrt\pi`, which sum to one.
+    numpy's rule is for ∫ e^(-x²)g(x) dx; substituting u = √2 x gives
+    nodes √2 x_i and weights w_i/√π, which sum to one.
 
     Parameters
     ----------
@@ -95,7 +95,7 @@ def standard_normal_rule(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def gauss_hermite_grid(dim: int, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    r"""Tensor-product Gauss–Hermite rule for :math:`E[g(\mathbf u)]`, :math:`\mathbf u \sim N(0, I_{dim})`.
+    r"""Tensor-product Gauss–Hermite rule for E[g(u)], u ~ N(0, I_dim).
 
     The weights are returned as logarithms because their products underflow for many nodes
     in several dimensions.
@@ -103,14 +103,14 @@ def gauss_hermite_grid(dim: int, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     dim : int
-        Dimension of :math:`\mathbf u`.
+        Dimension of u.
     n_nodes : int
         Nodes per axis (:func:`standard_normal_rule`).
 
     Returns
     -------
     nodes : ndarray (Q, dim)
-        Every combination of the one-dimensional nodes, :math:`Q` = ``n_nodes**dim``.
+        Every combination of the one-dimensional nodes, Q = ``n_nodes**dim``.
     log_weights : ndarray (Q,)
         Logarithms of the product weights (the weights sum to one).
     """
@@ -124,17 +124,17 @@ def gauss_hermite_grid(dim: int, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
 def gauss_hermite_expectation(
     func: Callable[[np.ndarray], np.ndarray], mean: ArrayLike, var: ArrayLike, n_points: int = 64
 ) -> np.ndarray:
-    r""":math:`E[g(f)]` for :math:`f \sim N(\mu, s^2)` by Gauss–Hermite quadrature, elementwise in ``mean, var``.
+    r"""E[g(f)] for f ~ N(μ, s²) by Gauss–Hermite quadrature, elementwise in ``mean, var``.
 
-    Uses :math:`f = \mu + s u` at the nodes of :func:`standard_normal_rule`. Accurate for smooth
-    ``func`` when :math:`s` is moderate; for very wide Gaussians use an adaptive rule.
+    Uses f = μ + s u at the nodes of :func:`standard_normal_rule`. Accurate for smooth
+    ``func`` when s is moderate; for very wide Gaussians use an adaptive rule.
 
     Parameters
     ----------
     func : callable
         Acts elementwise on an array of latent values (its last axis holds the nodes).
     mean, var : array-like
-        Means :math:`\mu` and variances :math:`s^2` of the Gaussians, broadcast against each other
+        Means μ and variances s² of the Gaussians, broadcast against each other
         (the same two arguments of the probit and sigmoid integrals below).
     n_points : int
         Nodes of the rule.
@@ -142,7 +142,7 @@ def gauss_hermite_expectation(
     Returns
     -------
     ndarray
-        :math:`E[g(f)]`, of the broadcast shape of ``mean`` and ``var``.
+        E[g(f)], of the broadcast shape of ``mean`` and ``var``.
     """
     nodes, weights = standard_normal_rule(n_points)
     mean, var = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(var, dtype=float))
@@ -153,7 +153,7 @@ def gauss_hermite_expectation(
 # --------------------------------------------------------------------------- expectations of a log link
 #: Half-width, in units of z, of the region where log σ(z) and log Φ(z) bend (their second
 #: derivatives change there from one asymptotic form to the other); outside it both are smooth on
-#: the scale of |z| (log σ nearly linear, log Φ nearly −z²/2).
+#: the scale of abs(z) (log σ nearly linear, log Φ nearly −z²/2).
 LINK_BEND = 10.0
 #: The standardised range [−U, U] of the panel rule: N(0, 1) puts 1.5e-23 of its mass beyond it.
 PANEL_RANGE = 10.0
@@ -171,7 +171,7 @@ def _panel_rule(mean, sd, n_panel_nodes):
     """Nodes u (m, 3P) and weights (m, 3P) for E[g(μ + s u)], u ~ N(0, 1), one row per (μ, s).
 
     Three panels of P Gauss–Legendre nodes each cover [−U, U]: the bend region
-    |μ + s u| ≤ LINK_BEND (clipped to [−U, U]) and the two sides of it. A panel of zero width gets
+    abs(μ + s u) ≤ LINK_BEND (clipped to [−U, U]) and the two sides of it. A panel of zero width gets
     zero weights.
     """
     x, w = _cached_legendre_rule(n_panel_nodes)
@@ -223,7 +223,7 @@ def log_link_expectations(
     n_panel_nodes: int = 48,
     hermite_max_sd: float = 1.5,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r""":math:`E[\ell(z)]`, :math:`E[\ell'(z)]`, :math:`E[\ell''(z)]` for :math:`\ell = \log g` and :math:`z \sim N(\mu, s^2)`.
+    r"""E[ℓ(z)], E[ℓ'(z)], E[ℓ''(z)] for ℓ = log g and z ~ N(μ, s²).
 
     The KL method's bound and its gradient (Opper & Archambeau 2009; the book's KL chapter) need,
     at every training point, the expected log-likelihood under the Gaussian marginal and its
@@ -232,43 +232,43 @@ def log_link_expectations(
     .. math:: \frac{\partial}{\partial\mu}E[\ell(z)] = E[\ell'(z)], \qquad
               \frac{\partial}{\partial s^2}E[\ell(z)] = \tfrac12 E[\ell''(z)].
 
-    Two rules, both in the standardised variable :math:`z = \mu + s u`, :math:`u \sim N(0, 1)`:
+    Two rules, both in the standardised variable z = μ + s u, u ~ N(0, 1):
 
-    - where :math:`s \le` ``hermite_max_sd``: Gauss–Hermite with ``n_nodes`` nodes
+    - where s ≤ ``hermite_max_sd``: Gauss–Hermite with ``n_nodes`` nodes
       (:func:`standard_normal_rule`), exact to rounding while the link bends slowly on the scale
       of the nodes' spacing;
-    - where :math:`s` is larger the Gaussian is broad and the bend of :math:`\ell` (width about one
-      in :math:`z`) falls between Hermite nodes, whose error then grows with :math:`s` (0.3 nats at
-      :math:`s = 100` for :math:`\log\sigma` with 64 nodes). There the line :math:`u \in [-10, 10]` is
-      split at the edges of the bend region :math:`|z| \le 10` and each of the three panels gets a
+    - where s is larger the Gaussian is broad and the bend of ℓ (width about one
+      in z) falls between Hermite nodes, whose error then grows with s (0.3 nats at
+      s = 100 for log σ with 64 nodes). There the line u ∈ [-10, 10] is
+      split at the edges of the bend region -10 ≤ z ≤ 10 and each of the three panels gets a
       Gauss–Legendre rule of ``n_panel_nodes`` nodes.
 
-    :math:`E[\ell'']` is computed by Stein's identity :math:`E[\ell''(z)] = E[\ell'(z)\,u]/s` (for
-    :math:`s \ge` 1e-4): on the Hermite nodes it is then the exact derivative of the rule's own
-    :math:`E[\ell]`, so a bound and its gradient built from these agree to rounding.
+    E[ℓ''] is computed by Stein's identity E[ℓ''(z)] = E[ℓ'(z) u]/s (for
+    s ≥ 1e-4): on the Hermite nodes it is then the exact derivative of the rule's own
+    E[ℓ], so a bound and its gradient built from these agree to rounding.
 
     Both rules are checked against adaptive quadrature (``scipy.integrate.quad``) in the tests and the
-    chapter: relative errors below 1e-9 for :math:`s` up to 30, about 1e-8 at :math:`s = 300`.
+    chapter: relative errors below 1e-9 for s up to 30, about 1e-8 at s = 300.
 
     Parameters
     ----------
     link : object
         Gives ``log_link(z)`` and ``link_derivatives(z) -> (d1, d2, d3)``, elementwise in ``z``:
-        e.g. ``LogisticLikelihood()`` (:math:`g = \sigma`) or ``ProbitLikelihood()`` (:math:`g = \Phi`),
-        whose ``z`` is the margin :math:`yf`.
+        e.g. ``LogisticLikelihood()`` (g = σ) or ``ProbitLikelihood()`` (g = Φ),
+        whose ``z`` is the margin yf.
     mean, var : array-like
-        :math:`\mu` and :math:`s^2 \ge 0` of each Gaussian, broadcast against each other.
+        μ and s² ≥ 0 of each Gaussian, broadcast against each other.
     n_nodes : int
         Gauss–Hermite nodes.
     n_panel_nodes : int
         Gauss–Legendre nodes per panel of the broad-Gaussian rule.
     hermite_max_sd : float
-        The largest :math:`s` integrated by Gauss–Hermite.
+        The largest s integrated by Gauss–Hermite.
 
     Returns
     -------
     expected, expected_d1, expected_d2 : ndarray
-        :math:`E[\ell]`, :math:`E[\ell']`, :math:`E[\ell'']`, each of the broadcast shape of ``mean`` and ``var``.
+        E[ℓ], E[ℓ'], E[ℓ''], each of the broadcast shape of ``mean`` and ``var``.
 
     References
     ----------
@@ -302,7 +302,7 @@ def log_link_expectations(
 
 # --------------------------------------------------------------------------- probit and sigmoid
 def probit_gaussian(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
-    r""":math:`\int \Phi(f)\,N(f\mid\mu, s^2)\,df = \Phi(\mu/\sqrt{1+s^2})` (GPML eq 3.82), exact.
+    r"""∫ Φ(f) N(f | μ, s²) df = Φ(μ/√(1+s²)) (GPML eq 3.82), exact.
 
     Parameters
     ----------
@@ -312,7 +312,7 @@ def probit_gaussian(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
     Returns
     -------
     ndarray
-        The probit's predictive probability :math:`P(y = +1)`, elementwise.
+        The probit's predictive probability P(y = +1), elementwise.
     """
     mean, var = np.asarray(mean, dtype=float), np.asarray(var, dtype=float)
     return ndtr(mean / np.sqrt(1.0 + var))
@@ -323,18 +323,18 @@ def sigmoid_gaussian_mackay(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
 
     .. math:: \int \sigma(f)\,N(f\mid\mu,s^2)\,df \approx \sigma\!\left(\frac{\mu}{\sqrt{1 + \pi s^2/8}}\right)
 
-    It replaces σ by the probit :math:`\Phi(\lambda f)` with the same slope at the origin
-    (:math:`\lambda^2 = \pi/8`) and uses the exact probit integral.
+    It replaces σ by the probit Φ(λf) with the same slope at the origin
+    (λ² = π/8) and uses the exact probit integral.
 
     Parameters
     ----------
     mean, var : array-like
-        As in :func:`gauss_hermite_expectation`; ``var = 0`` gives :math:`\sigma(\mu)`, the exact value.
+        As in :func:`gauss_hermite_expectation`; ``var = 0`` gives σ(μ), the exact value.
 
     Returns
     -------
     ndarray
-        :math:`\sigma(\kappa(s^2)\mu)` with :math:`\kappa(s^2) = (1 + \pi s^2/8)^{-1/2}`, elementwise.
+        σ(κ(s²)μ) with κ(s²) = (1 + πs²/8)^(-1/2), elementwise.
     """
     mean, var = np.asarray(mean, dtype=float), np.asarray(var, dtype=float)
     # G&M (2000) eq 23: κ(s²) = 1/√(1 + π s²/8)
@@ -368,7 +368,7 @@ ERF_MIXTURE_COEFFICIENTS = _fit_erf_mixture_coefficients(ERF_MIXTURE_SCALES)
 def sigmoid_gaussian_erf_mixture(
     mean: ArrayLike, var: ArrayLike, scales: ArrayLike | None = None, coefficients: ArrayLike | None = None
 ) -> np.ndarray:
-    r""":math:`\int \sigma(f)\,N(f\mid\mu, s^2)\,df` with σ replaced by a five-term probit mixture (W&B 1997 §2.1).
+    r"""∫ σ(f) N(f | μ, s²) df with σ replaced by a five-term probit mixture (W&B 1997 §2.1).
 
     .. math:: \int \sigma(f)\,N(f\mid\mu,s^2)\,df \approx \sum_i c_i\,
               \Phi\!\left(\frac{\kappa_i \mu}{\sqrt{1+\kappa_i^2 s^2}}\right)
@@ -378,7 +378,7 @@ def sigmoid_gaussian_erf_mixture(
     mean, var : array-like
         As in :func:`gauss_hermite_expectation`.
     scales, coefficients : array (5,), optional
-        :math:`\kappa_i` and :math:`c_i`; default :data:`ERF_MIXTURE_SCALES` and
+        κ_i and c_i; default :data:`ERF_MIXTURE_SCALES` and
         :data:`ERF_MIXTURE_COEFFICIENTS`. Pass another implementation's constants to reproduce
         it exactly (the tests pass scikit-learn's to compare with it).
 
@@ -395,12 +395,12 @@ def sigmoid_gaussian_erf_mixture(
 
 
 def sigmoid_gaussian_quadrature(mean: ArrayLike, var: ArrayLike, n_points: int = 64) -> np.ndarray:
-    r""":math:`\int \sigma(f)\,N(f\mid\mu, s^2)\,df` by Gauss–Hermite quadrature with ``n_points`` nodes (GPML eq 3.25).
+    r"""∫ σ(f) N(f | μ, s²) df by Gauss–Hermite quadrature with ``n_points`` nodes (GPML eq 3.25).
 
     Parameters
     ----------
     mean, var, n_points
-        As in :func:`gauss_hermite_expectation`, with :math:`g = \sigma`.
+        As in :func:`gauss_hermite_expectation`, with g = σ.
 
     Returns
     -------
@@ -411,10 +411,10 @@ def sigmoid_gaussian_quadrature(mean: ArrayLike, var: ArrayLike, n_points: int =
 
 
 def sigmoid_gaussian_exact(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
-    r""":math:`\int \sigma(f)\,N(f\mid\mu, s^2)\,df` by adaptive quadrature (``scipy.integrate.quad``): the reference.
+    r"""∫ σ(f) N(f | μ, s²) df by adaptive quadrature (``scipy.integrate.quad``): the reference.
 
-    Slow (one adaptive integral per entry) but accurate to about 1e-12 for any :math:`\mu` and
-    :math:`s`; use it as ground truth, not inside algorithms.
+    Slow (one adaptive integral per entry) but accurate to about 1e-12 for any μ and
+    s; use it as ground truth, not inside algorithms.
 
     Parameters
     ----------
@@ -424,7 +424,7 @@ def sigmoid_gaussian_exact(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
     Returns
     -------
     ndarray
-        The integral, elementwise; :math:`\sigma(\mu)` where :math:`s = 0`.
+        The integral, elementwise; σ(μ) where s = 0.
     """
     mean, var = np.broadcast_arrays(np.asarray(mean, dtype=float), np.asarray(var, dtype=float))
     out = np.empty(mean.shape)
@@ -449,7 +449,7 @@ def sigmoid_gaussian_exact(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
 
 # --------------------------------------------------------------------------- softmax
 def softmax(F: ArrayLike) -> np.ndarray:
-    r"""Softmax along the last axis, :math:`\exp(f_c - \log\sum_{c'}\exp f_{c'})`, without overflow.
+    r"""Softmax along the last axis, exp(f_c - log ∑_c' exp f_c'), without overflow.
 
     Parameters
     ----------
@@ -459,7 +459,7 @@ def softmax(F: ArrayLike) -> np.ndarray:
     Returns
     -------
     ndarray (..., C)
-        Class probabilities :math:`\pi^c`; they sum to one along the last axis.
+        Class probabilities π^c; they sum to one along the last axis.
     """
     return _scipy_softmax(np.asarray(F, dtype=float), axis=-1)
 
@@ -550,11 +550,11 @@ def softmax_gaussian_expectation(
     n_nodes: int | None = None,
     max_nodes: int = 20000,
 ) -> np.ndarray:
-    r""":math:`E[\operatorname{softmax}(\mathbf f)]` for :math:`\mathbf f \sim N(\boldsymbol\mu, \Sigma)`, one Gaussian per row.
+    r"""E[softmax(f)] for f ~ N(μ, Σ), one Gaussian per row.
 
     Because the softmax is unchanged when the same number is added to every class, the
-    deterministic rules integrate over the :math:`C-1` differences :math:`g_c = f^c - f^C`,
-    whose Gaussian follows from :math:`(\boldsymbol\mu, \Sigma)`, along its principal axes.
+    deterministic rules integrate over the C-1 differences g_c = f^c - f^C,
+    whose Gaussian follows from (μ, Σ), along its principal axes.
 
     Methods:
 
@@ -564,21 +564,21 @@ def softmax_gaussian_expectation(
       one), and accurate also when the latent standard deviations are large compared with the
       unit scale on which the softmax bends, the usual case with evidence-optimal hyperparameters.
     - ``"monte_carlo"``: the average over ``n_samples`` (default 1000) random draws of the
-      C-dimensional Gaussian (W&B 1998 §4); unbiased, standard error at most :math:`0.5/\sqrt S`;
+      C-dimensional Gaussian (W&B 1998 §4); unbiased, standard error at most 0.5/√S;
       needs ``rng``.
     - ``"gauss_hermite"``: tensor-product Gauss–Hermite rule with ``n_nodes`` = p nodes per
-      axis (default: the largest p ≤ 10 with :math:`p^{C-1}` ≤ ``max_nodes``); very accurate
+      axis (default: the largest p ≤ 10 with p^(C-1) ≤ ``max_nodes``); very accurate
       for latent standard deviations up to about one, poor when they are ten or more.
-    - ``"cubature"``: a fully symmetric degree-5 rule with :math:`2(C-1)^2 + 1` nodes; cheapest,
-      but for :math:`C > 5` some weights are negative and it is accurate only for small latent
+    - ``"cubature"``: a fully symmetric degree-5 rule with 2(C-1)² + 1 nodes; cheapest,
+      but for C > 5 some weights are negative and it is accurate only for small latent
       variances. The result is clipped to [0, 1] and renormalised.
 
     Parameters
     ----------
     mean : ndarray (m, C)
-        Mean :math:`\boldsymbol\mu` of each row's Gaussian.
+        Mean μ of each row's Gaussian.
     cov : ndarray (m, C, C)
-        Covariance :math:`\Sigma` of each row's Gaussian (positive semi-definite).
+        Covariance Σ of each row's Gaussian (positive semi-definite).
     method : {"qmc", "monte_carlo", "gauss_hermite", "cubature"}
         The rule (see above).
     rng : numpy.random.Generator or int, optional
@@ -640,7 +640,7 @@ def softmax_gaussian_expectation(
 
 
 def log_sum_exp(F: ArrayLike) -> np.ndarray | float:
-    r""":math:`\log\sum_c \exp F_{\dots c}` along the last axis, without overflow.
+    r"""log ∑_c exp F[..., c] along the last axis, without overflow.
 
     Parameters
     ----------

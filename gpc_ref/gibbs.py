@@ -2,58 +2,58 @@ r"""Gibbs sampling for binary and multinomial probit GP classification (Albert &
 
 The augmented joint (G&R eq 3.2) has two simple conditionals:
 
-- :math:`\mathbf z_i \mid \mathbf f_i` is :math:`N(\mathbf f_i, I)` truncated to the cone
-  :math:`\mathcal C_k = \{\mathbf z_i: z_i^k > z_i^j\ \forall j \ne k\}` of the observed class :math:`k = c_i`
-  (binary: :math:`N(f_i, 1)` truncated to :math:`y_i z_i > 0`);
-- :math:`\mathbf f^c \mid \mathbf z^c \sim N(\Sigma_c\mathbf z^c, \Sigma_c)`,
-  :math:`\Sigma_c = K_c(I + K_c)^{-1}` — GP regression with unit noise.
+- z_i | f_i is N(f_i, I) truncated to the cone
+  𝒞_k = {z_i: z_i^k > z_i^j ∀ j ≠ k} of the observed class k = c_i
+  (binary: N(f_i, 1) truncated to y_i z_i > 0);
+- f^c | z^c ~ N(Σ_c z^c, Σ_c),
+  Σ_c = K_c(I + K_c)⁻¹ — GP regression with unit noise.
 
 Notation: the book's (n points indexed by i, C classes indexed by c; the point a subscript, the class a
-superscript, a sample or iteration a superscript in parentheses, :math:`\mathbf f^{(s)}`). Book symbol
+superscript, a sample or iteration a superscript in parentheses, f^(s)). Book symbol
 ← code name, and G&R's symbol:
 
-============================================================  =====================  ======================================
-book                                                          code                   G&R (2006)
-============================================================  =====================  ======================================
-points, classes :math:`n, C`                                  ``n``, ``n_classes``   :math:`N, K`
-class :math:`c_i` (codes 0..C−1); binary label :math:`y_i`    ``t``                  :math:`t_n`
-prior covariance :math:`K_c` of class c                       ``K[c]``               :math:`\mathbf C_{\varphi_k}`
-GP values :math:`f_i^c`, all of them :math:`F` (n × C)        ``M`` (binary ``m``)   :math:`m_{nk}`, :math:`\mathbf M`
-one class :math:`\mathbf f^c`, one point :math:`\mathbf f_i`  ``M[:, c]``, ``M[i]``  :math:`\mathbf m_k`, :math:`\mathbf m_n`
-auxiliaries :math:`z_i^c`, all of them :math:`\mathbf z`      ``Y`` (binary ``y``)   :math:`y_{nk}`, :math:`\mathbf Y`
-one class :math:`\mathbf z^c`, one point :math:`\mathbf z_i`  ``Y[:, c]``, ``Y[i]``  :math:`\mathbf y_k`, :math:`\mathbf y_n`
-retained samples :math:`F^{(s)}`, :math:`\mathbf z^{(s)}`     ``samples.m``,         :math:`\mathbf M^{(i)}`, :math:`\mathbf Y^{(i)}`
-                                                              ``samples.y``
-dual weights :math:`\boldsymbol\alpha_c^{(s)}` of a sample    ``samples.alpha``      :math:`(\mathbf I + \mathbf C_k)^{-1}\mathbf y_k^{(i)}`
-============================================================  =====================  ======================================
+==========================================  =====================  ==================
+book                                        code                   G&R (2006)
+==========================================  =====================  ==================
+points, classes n, C                        ``n``, ``n_classes``   N, K
+class c_i (codes 0..C−1); binary label y_i  ``t``                  t_n
+prior covariance K_c of class c             ``K[c]``               C_(φ_k)
+GP values f_i^c, all of them F (n × C)      ``M`` (binary ``m``)   m_nk, M
+one class f^c, one point f_i                ``M[:, c]``, ``M[i]``  m_k, m_n
+auxiliaries z_i^c, all of them z            ``Y`` (binary ``y``)   y_nk, Y
+one class z^c, one point z_i                ``Y[:, c]``, ``Y[i]``  y_k, y_n
+retained samples F^(s), z^(s)               ``samples.m``,         M^(i), Y^(i)
+                                            ``samples.y``
+dual weights α_c^(s) of a sample            ``samples.alpha``      (I + C_k)⁻¹y_k^(i)
+==========================================  =====================  ==================
 
-with :math:`\boldsymbol\alpha_c^{(s)} = (I + K_c)^{-1}\mathbf z^{c(s)}` (shape (S, n, C) for S retained samples).
+with α_c^(s) = (I + K_c)⁻¹z^(c(s)) (shape (S, n, C) for S retained samples).
 
 Sampling the cone-truncated Gaussian exactly
 --------------------------------------------
-For :math:`c_i = k`, let :math:`j^*` be the competitor with the largest mean.
-The pair :math:`(z_i^k, z_i^{j^*})` restricted to :math:`z_i^k > z_i^{j^*}` is drawn
-exactly: :math:`D = z_i^k - z_i^{j^*} \sim N(f_i^k - f_i^{j^*}, 2)` truncated to
-:math:`D > 0` (inverse CDF in log space), then
-:math:`z_i^k \mid D \sim N(f_i^k + (D - f_i^k + f_i^{j^*})/2, \tfrac12)` and
-:math:`z_i^{j^*} = z_i^k - D`. The other components are drawn from
-:math:`N(f_i^j, 1)` and the draw is accepted if :math:`z_i^k` is the largest.
+For c_i = k, let j* be the competitor with the largest mean.
+The pair (z_i^k, z_i^j*) restricted to z_i^k > z_i^j* is drawn
+exactly: D = z_i^k - z_i^j* ~ N(f_i^k - f_i^j*, 2) truncated to
+D > 0 (inverse CDF in log space), then
+z_i^k | D ~ N(f_i^k + (D - f_i^k + f_i^j*)/2, ½) and
+z_i^j* = z_i^k - D. The other components are drawn from
+N(f_i^j, 1) and the draw is accepted if z_i^k is the largest.
 The accepted vector is an exact draw from the truncated Gaussian; the
-acceptance rate is :math:`\mathcal Z_i / \Phi((f_i^k - f_i^{j^*})/\sqrt2)`, where
-:math:`\mathcal Z_i = P(c_i \mid \mathbf f_i)` is the probability of the cone: one for
+acceptance rate is 𝒵_i / Φ((f_i^k - f_i^j*)/√2), where
+𝒵_i = P(c_i | f_i) is the probability of the cone: one for
 C = 2. A point still unaccepted after ``max_rounds`` rounds is moved instead by
 one sweep of the component-wise conditionals (each a one-dimensional truncated
-normal: :math:`z_i^j \mid z_i^k` below :math:`z_i^k`, then :math:`z_i^k` above
-:math:`\max_{j \ne k} z_i^j`), which also leaves the truncated Gaussian invariant;
-because the choice depends only on :math:`\mathbf f_i`, never on the current
-:math:`\mathbf z_i`, the mixture is still a valid Gibbs step.
+normal: z_i^j | z_i^k below z_i^k, then z_i^k above
+max_(j ≠ k) z_i^j), which also leaves the truncated Gaussian invariant;
+because the choice depends only on f_i, never on the current
+z_i, the mixture is still a valid Gibbs step.
 
 Sampling f^c | z^c without inverting anything (Matheron's rule)
 ---------------------------------------------------------------
-Draw :math:`\mathbf a \sim N(0, K)` and :math:`\mathbf b \sim N(0, I)`; then
-:math:`\mathbf f = \mathbf a + K(I + K)^{-1}(\mathbf z - \mathbf a - \mathbf b)`
-has mean :math:`\Sigma\mathbf z` and covariance :math:`\Sigma`. It needs the Cholesky
-factors of :math:`K` and :math:`I + K`, computed once.
+Draw a ~ N(0, K) and b ~ N(0, I); then
+f = a + K(I + K)⁻¹(z - a - b)
+has mean Σz and covariance Σ. It needs the Cholesky
+factors of K and I + K, computed once.
 
 References
 ----------
@@ -107,20 +107,20 @@ def sample_truncated_normal(
     lower: ArrayLike | None = None,
     upper: ArrayLike | None = None,
 ) -> np.ndarray:
-    r"""Draw :math:`x \sim N(\mu, 1)` truncated to :math:`x > a` or to :math:`x < b` (one side only).
+    r"""Draw x ~ N(μ, 1) truncated to x > a or to x < b (one side only).
 
-    Inverse CDF in log space: for :math:`x < b`,
-    :math:`x = \mu + \Phi^{-1}\bigl(U\,\Phi(b - \mu)\bigr)` computed as
-    ``ndtri_exp(log U + log_ndtr(b − μ))``; for :math:`x > a` the mirror image.
+    Inverse CDF in log space: for x < b,
+    x = μ + Φ⁻¹(U Φ(b - μ)) computed as
+    ``ndtri_exp(log U + log_ndtr(b − μ))``; for x > a the mirror image.
     Exact and stable however far into the tail the bound lies.
 
     Parameters
     ----------
     mean : array_like
-        Means :math:`\mu` of the untruncated unit-variance normals.
+        Means μ of the untruncated unit-variance normals.
     rng : numpy.random.Generator or int
     lower, upper : array_like, optional
-        The bound :math:`a` or :math:`b` (broadcast with ``mean``); give exactly one.
+        The bound a or b (broadcast with ``mean``); give exactly one.
 
     Returns
     -------
@@ -163,7 +163,7 @@ def sample_cone_truncated_normal(
     Y_current: ArrayLike | None = None,
     max_rounds: int = 50,
 ) -> tuple[np.ndarray, int]:
-    r"""Draw :math:`\mathbf z_i \sim N(\mathbf f_i, I)` truncated to the cone of class :math:`c_i`, for every row i.
+    r"""Draw z_i ~ N(f_i, I) truncated to the cone of class c_i, for every row i.
 
     Exact draws by the pairwise construction and rejection described in the
     module docstring. Points not accepted within ``max_rounds`` rounds are moved
@@ -174,19 +174,19 @@ def sample_cone_truncated_normal(
     Parameters
     ----------
     t : array_like (n,)
-        Classes :math:`c_i`, codes 0..C−1 (not checked: this is the inner step of the sampler).
+        Classes c_i, codes 0..C−1 (not checked: this is the inner step of the sampler).
     M : array_like (n, C)
-        Means :math:`\mathbf f_i` (the sampler's current GP values), one row per point.
+        Means f_i (the sampler's current GP values), one row per point.
     rng : numpy.random.Generator or int
     Y_current : array_like (n, C), optional
-        The current draws :math:`\mathbf z_i`, each inside its cone: the start of the fallback sweep.
+        The current draws z_i, each inside its cone: the start of the fallback sweep.
     max_rounds : int
         Rejection rounds before the fallback (used only with ``Y_current``).
 
     Returns
     -------
     Y : ndarray (n, C)
-        The draws :math:`\mathbf z_i`, one row per point.
+        The draws z_i, one row per point.
     n_swept : int
         How many points were moved by the sweep instead of an exact draw.
     """
@@ -233,17 +233,17 @@ class GibbsSamples:
     Attributes
     ----------
     m, y : ndarray (S, n, C)
-        Retained GP values :math:`F^{(s)}` (entries :math:`f_i^c`) and auxiliaries :math:`\\mathbf z^{(s)}`
-        (entries :math:`z_i^c`); C = 1 for the binary model (G&R's :math:`\\mathbf M^{(i)}`, :math:`\\mathbf Y^{(i)}`).
+        Retained GP values F^(s) (entries f_i^c) and auxiliaries z^(s)
+        (entries z_i^c); C = 1 for the binary model (G&R's M^(i), Y^(i)).
     alpha : ndarray (S, n, C)
-        :math:`\\boldsymbol\\alpha_c^{(s)} = (I + K_c)^{-1}\\mathbf z^{c(s)}`: the predictive mean of a new
-        point given sample s is :math:`(\\boldsymbol\\alpha_c^{(s)})^T\\mathbf k_{*c}` (App. D).
+        α_c^(s) = (I + K_c)⁻¹z^(c(s)): the predictive mean of a new
+        point given sample s is (α_c^(s))ᵀk_∗c (App. D).
     log_likelihood : ndarray
-        :math:`\\log P(\\mathbf c \\mid \\mathbf f^{(s)})` (binary: :math:`\\log p(\\mathbf y \\mid \\mathbf f^{(s)})`)
+        log P(c | f^(s)) (binary: log p(y | f^(s)))
         every ``thin`` iterations, burn-in included (a trace to inspect); its last S entries belong to the
         retained samples. Empty when the C-class sampler ran with ``trace=False``.
     factors : tuple of CholeskyFactor
-        Factors of :math:`I + K_c` (one if shared).
+        Factors of I + K_c (one if shared).
     burn_in, thin : int
     n_swept : int
         Cone draws made by a component sweep rather than exactly (C-class only).
@@ -304,15 +304,15 @@ def gibbs_probit_binary(K: ArrayLike, t: ArrayLike, *, rng: np.random.Generator 
     .. math:: z_i \mid f_i \sim N(f_i, 1)\ \text{truncated to}\ y_i z_i > 0, \qquad
               \mathbf f \mid \mathbf z \sim N(\Sigma\mathbf z, \Sigma),\quad \Sigma = K(I + K)^{-1},
 
-    starting from :math:`\mathbf f = 0`, discarding ``burn_in`` iterations and
+    starting from f = 0, discarding ``burn_in`` iterations and
     keeping every ``thin``-th of the next ``n_samples·thin``.
 
     Parameters
     ----------
     K : array_like (n, n)
-        Prior covariance :math:`K` (jitter included; its Cholesky factor must exist).
+        Prior covariance K (jitter included; its Cholesky factor must exist).
     t : array_like (n,)
-        Labels :math:`y_i` in {−1, +1} (or {0, 1}).
+        Labels y_i in {−1, +1} (or {0, 1}).
     rng : numpy.random.Generator or int
     n_samples, burn_in, thin : int
         Retained draws, iterations discarded first, and the spacing of the retained ones.
@@ -362,9 +362,9 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
     .. math:: \mathbf z_i^{(s)} \mid \mathbf f_i^{(s-1)} \sim N^{c_i}_{\mathbf z}(\mathbf f_i^{(s-1)}, I),\qquad
               \mathbf f^{c(s)} \mid \mathbf z^{c(s)} \sim N(\Sigma_c\mathbf z^{c(s)}, \Sigma_c),
 
-    with :math:`N^{c_i}_{\mathbf z}` the Gaussian truncated to the cone of class :math:`c_i`, drawn exactly
-    (:func:`sample_cone_truncated_normal`), and :math:`\mathbf f^c` by Matheron's
-    rule; :math:`F` starts at zero. Cost per iteration: O(C n²) after one
+    with N^(c_i)_z the Gaussian truncated to the cone of class c_i, drawn exactly
+    (:func:`sample_cone_truncated_normal`), and f^c by Matheron's
+    rule; F starts at zero. Cost per iteration: O(C n²) after one
     O(n³) factorisation per distinct kernel (the paper's O(KN³), i.e. O(Cn³), counts refactorising).
 
     Parameters
@@ -372,7 +372,7 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
     K : array_like (n, n) or (C, n, n)
         Shared or per-class prior covariance.
     t : array_like (n,)
-        Classes :math:`c_i`, codes 0..C−1.
+        Classes c_i, codes 0..C−1.
     rng, n_samples, burn_in, thin, progress
         As in :func:`gibbs_probit_binary`.
     n_classes : int, optional
@@ -382,7 +382,7 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
     max_rounds : int
         Rejection rounds before a point falls back to a component sweep.
     trace : bool
-        Record :math:`\log P(\mathbf c\mid\mathbf f)` every ``thin`` iterations (one quadrature
+        Record log P(c | f) every ``thin`` iterations (one quadrature
         over all points each time, often the largest cost of an iteration); ``False`` skips it.
 
     Returns
@@ -422,7 +422,7 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
 
 # --------------------------------------------------------------------------- predictions
 def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean of :math:`f_*^c` given each retained :math:`\mathbf z^{(s)}`, and the shared variance (G&R App. D).
+    r"""Mean of f_∗^c given each retained z^(s), and the shared variance (G&R App. D).
 
     .. math:: \mu_*^{c(s)} = (\mathbf z^{c(s)})^T(I + K_c)^{-1}\mathbf k_{*c},\qquad
               \sigma_{*c}^2 = k_{**}^c - \mathbf k_{*c}^T(I + K_c)^{-1}\mathbf k_{*c}.
@@ -436,9 +436,9 @@ def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Arra
     Returns
     -------
     mean : ndarray (S, m, C)
-        One predictive mean :math:`\mu_*^{c(s)}` per retained sample s.
+        One predictive mean μ_∗^(c(s)) per retained sample s.
     var : ndarray (m, C)
-        The predictive variance :math:`\sigma_{*c}^2`, the same for every sample.
+        The predictive variance σ_∗c², the same for every sample.
     """
     S, n, n_cols = samples.alpha.shape
     cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
@@ -456,16 +456,16 @@ def gibbs_predict_proba(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Array
                         ) -> np.ndarray:  # fmt: skip
     r"""Monte Carlo predictive distribution from the retained samples (G&R App. D), Rao–Blackwellised.
 
-    The paper draws one :math:`\mathbf f_*^{(s)}` per retained sample and averages
-    :math:`P(c_* = k \mid \mathbf f_*^{(s)})`. Here the Gaussian
-    :math:`\mathbf f_* \mid \mathbf z^{(s)}` is integrated out exactly instead (same
+    The paper draws one f_∗^(s) per retained sample and averages
+    P(c_∗ = k | f_∗^(s)). Here the Gaussian
+    f_∗ | z^(s) is integrated out exactly instead (same
     expectation, smaller variance):
 
     .. math:: P(c_* = k) \approx \frac1S\sum_s E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_{*k} + \mu_*^{k(s)} - \mu_*^{j(s)}}{v_{*j}}\Bigr)\Bigr],
               \quad v_{*j} = \sqrt{1 + \sigma_{*j}^2},
 
-    with :math:`\mu_*^{c(s)}` and :math:`\sigma_{*c}^2` from :func:`gibbs_predict_latent`;
-    binary: :math:`P(y_* = +1) \approx \frac1S\sum_s\Phi(\mu_*^{(s)}/\sqrt{1 + \sigma_*^2})`.
+    with μ_∗^(c(s)) and σ_∗c² from :func:`gibbs_predict_latent`;
+    binary: P(y_∗ = +1) ≈ (1/S)∑_s Φ(μ_∗^(s)/√(1 + σ_∗²)).
 
     Parameters
     ----------
@@ -511,7 +511,7 @@ def prior_sampling_log_evidence(
     .. math:: \log p(\mathbf c) \approx \log\frac1S\sum_s P(\mathbf c \mid \mathbf f^{(s)}),\qquad
               \mathbf f^{c(s)} \sim N(0, K_c)
 
-    (binary: :math:`p(\mathbf y)`, one GP). Unbiased for :math:`p(\mathbf c)` but, on the log scale, biased low with a
+    (binary: p(y), one GP). Unbiased for p(c) but, on the log scale, biased low with a
     huge variance once n is more than a handful (almost every prior draw
     misclassifies something); ``std_error`` is the delta-method standard error
     and ``effective_sample_size`` (Kish) shows how few draws carry the estimate.
@@ -521,14 +521,14 @@ def prior_sampling_log_evidence(
     K : array_like (n, n) or (C, n, n)
         Shared or per-class prior covariance.
     t : array_like (n,)
-        Classes :math:`c_i` (codes 0..C−1), or labels :math:`y_i` = ±1 with ``binary=True``.
+        Classes c_i (codes 0..C−1), or labels y_i = ±1 with ``binary=True``.
     rng : numpy.random.Generator or int
     n_samples : int
         Prior draws S.
     binary : bool
         The one-GP binary probit model instead of C GPs.
     likelihood : MultinomialProbitLikelihood, optional
-        Evaluates :math:`P(\mathbf c\mid\mathbf f)` for C classes (default 16 Gauss–Hermite nodes).
+        Evaluates P(c | f) for C classes (default 16 Gauss–Hermite nodes).
     n_classes : int, optional
         C (default ``max(t) + 1``).
 

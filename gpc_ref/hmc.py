@@ -2,38 +2,38 @@ r"""Hybrid (Hamiltonian) Monte Carlo, and its use over GP hyperparameters (Willi
 
 Notation (book symbol ← code name):
 
-=======================================  =====================  ==========================================
-book                                     code                   meaning
-=======================================  =====================  ==========================================
-:math:`x \in \mathbb R^D`                ``x``                  position: the variables being sampled
-:math:`p \in \mathbb R^D`                ``p``                  momentum, one per position variable
-:math:`\log \pi(x)`                      ``log_prob``           log target density (up to a constant)
-:math:`E(x) = -\log \pi(x)`              (``-log_prob``)        potential energy (W&B's :math:`\mathcal E`)
-:math:`M = \operatorname{diag}(m)`       ``mass``               mass matrix (diagonal; scalar = m I)
-:math:`K(p) = \tfrac12 p^T M^{-1} p`     (kinetic)              kinetic energy
-:math:`H(x, p) = E(x) + K(p)`            (energy)               Hamiltonian (W&B's :math:`\mathcal H`)
-:math:`\varepsilon`                      ``step_size``          leapfrog step size
-:math:`L`                                ``n_leapfrog``         leapfrog steps per trajectory
-:math:`\Delta H`                         ``energy_error``       :math:`H(x^*, p^*) - H(x, p)` of a proposal
-:math:`\rho_k`                           ``autocorrelation``    lag-k autocorrelation of a chain
-:math:`\tau`                             (``n / ess``)          integrated autocorrelation time
-:math:`\theta`                           ``theta``              the kernel's log-parameters (``SEKernel.theta``)
-:math:`\phi = A\theta`                   ``phi``                W&B's log-hyperparameters
-                                                                :math:`(\log v_0, \log w_1, \dots, \log w_d)`
-=======================================  =====================  ==========================================
+=====================  ===================  ================================================
+book                   code                 meaning
+=====================  ===================  ================================================
+x ∈ ℝ^D                ``x``                position: the variables being sampled
+p ∈ ℝ^D                ``p``                momentum, one per position variable
+log π(x)               ``log_prob``         log target density (up to a constant)
+E(x) = -log π(x)       (``-log_prob``)      potential energy (W&B's ℰ)
+M = diag(m)            ``mass``             mass matrix (diagonal; scalar = m I)
+K(p) = ½ pᵀ M⁻¹ p      (kinetic)            kinetic energy
+H(x, p) = E(x) + K(p)  (energy)             Hamiltonian (W&B's ℋ)
+ε                      ``step_size``        leapfrog step size
+L                      ``n_leapfrog``       leapfrog steps per trajectory
+ΔH                     ``energy_error``     H(x*, p*) - H(x, p) of a proposal
+ρ_k                    ``autocorrelation``  lag-k autocorrelation of a chain
+τ                      (``n / ess``)        integrated autocorrelation time
+θ                      ``theta``            the kernel's log-parameters (``SEKernel.theta``)
+ϕ = Aθ                 ``phi``              W&B's log-hyperparameters
+                                            (log v_0, log w_1, …, log w_d)
+=====================  ===================  ================================================
 
-W&B (1997, eq 8) write the covariance as :math:`v_0 \exp(-\tfrac12\sum_l w_l (x_l - x'_l)^2)`
-and put independent :math:`N(-3, 3^2)` priors on :math:`\phi = (\log v_0, \log w_1, \dots,
-\log w_d)`. Our kernel has :math:`v_0 = \sigma_f^2` and :math:`w_l = 1/\ell_l^2`, so with
+W&B (1997, eq 8) write the covariance as v_0 exp(-½∑_l w_l (x_l - x'_l)²)
+and put independent N(-3, 3²) priors on ϕ = (log v_0, log w_1, …,
+log w_d). Our kernel has v_0 = σ_f² and w_l = 1/ℓ_l², so with
 ``theta = (log σ_f², log ℓ_1, ..., log ℓ_d)``
 
 .. math:: \phi = A\theta, \qquad A = \operatorname{diag}(1, -2, \dots, -2),
 
-i.e. :math:`\log w_l = -2\log\ell_l` (a bias :math:`v_1` or a learnt jitter keeps factor 1).
-:func:`laplace_hmc` samples in W&B's coordinates :math:`\phi`, where their prior, step size
-ε = 0.1 and starting point are stated, and reports both :math:`\phi` and :math:`\theta`. In
-our coordinates the same prior is :math:`\log\sigma_f^2 \sim N(-3, 3^2)`,
-:math:`\log\ell_l \sim N(1.5, 1.5^2)`; running the sampler in :math:`\theta` with unit mass
+i.e. log w_l = -2 log ℓ_l (a bias v_1 or a learnt jitter keeps factor 1).
+:func:`laplace_hmc` samples in W&B's coordinates ϕ, where their prior, step size
+ε = 0.1 and starting point are stated, and reports both ϕ and θ. In
+our coordinates the same prior is log σ_f² ~ N(-3, 3²),
+log ℓ_l ~ N(1.5, 1.5²); running the sampler in θ with unit mass
 would be a different Markov chain with the same target (it would move the log lengthscales
 twice as far per step).
 
@@ -103,9 +103,9 @@ class LeapfrogResult:
     x, p : ndarray (D,)
         Position and momentum after the last step (momentum *not* negated).
     log_prob : float
-        :math:`\log\pi(x)` at the end point; ``-inf`` when the trajectory was abandoned.
+        log π(x) at the end point; ``-inf`` when the trajectory was abandoned.
     grad : ndarray (D,)
-        :math:`\nabla\log\pi(x)` at the end point.
+        ∇log π(x) at the end point.
     n_evaluations : int
         Calls of the target made (``n_leapfrog`` unless abandoned early).
     finite : bool
@@ -132,11 +132,11 @@ class HMCResult:
     all_samples : ndarray (n_iter, D)
         The state after each iteration (a rejected proposal repeats the previous state).
     log_prob : ndarray (n_iter,)
-        :math:`\log\pi` of each state in ``all_samples``.
+        log π of each state in ``all_samples``.
     accepted : ndarray of bool (n_iter,)
         Whether iteration i's proposal was accepted.
     energy_error : ndarray (n_iter,)
-        :math:`\Delta H` of each proposal; ``inf`` for a proposal whose energy was not finite.
+        ΔH of each proposal; ``inf`` for a proposal whose energy was not finite.
     acceptance_rate : float
         Fraction of accepted proposals over all iterations.
     burn_in : int
@@ -193,7 +193,7 @@ def leapfrog(
 ) -> LeapfrogResult:
     r"""Simulate Hamiltonian dynamics with ``n_leapfrog`` leapfrog steps (Neal 2011, eqs 5.18–5.20).
 
-    For :math:`H(x, p) = -\log\pi(x) + \tfrac12 p^T M^{-1} p` each step is
+    For H(x, p) = -log π(x) + ½ pᵀ M⁻¹ p each step is
 
     .. math::
         p \leftarrow p + \tfrac{\varepsilon}{2}\nabla\log\pi(x), \quad
@@ -211,18 +211,18 @@ def leapfrog(
     x, p : array (D,)
         Starting position and momentum.
     step_size : float
-        :math:`\varepsilon > 0`.
+        ε > 0.
     n_leapfrog : int
-        :math:`L \ge 1`.
+        L ≥ 1.
     mass : float or array (D,)
-        Diagonal of the mass matrix :math:`M`.
+        Diagonal of the mass matrix M.
     grad : array (D,), optional
-        :math:`\nabla\log\pi(x)` at the start, if already known (saves one evaluation).
+        ∇log π(x) at the start, if already known (saves one evaluation).
 
     Returns
     -------
     LeapfrogResult
-        The end point :math:`(x^*, p^*)` and the target there. If the target is NaN/inf (or
+        The end point (x*, p*) and the target there. If the target is NaN/inf (or
         raises a numerical error) on the way the trajectory is abandoned and ``finite`` is False.
     """
     if not callable(log_prob_and_grad):
@@ -261,15 +261,15 @@ def hmc_sample(log_prob_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray
 
     Each iteration
 
-    1. draws a fresh momentum :math:`p \sim N(0, M)` (a Gibbs update of the momentum, which
+    1. draws a fresh momentum p ~ N(0, M) (a Gibbs update of the momentum, which
        changes the energy level);
     2. follows the dynamics with ``n_leapfrog`` leapfrog steps of size ``step_size`` from
-       :math:`(x, p)` to :math:`(x^*, p^*)` (:func:`leapfrog`);
-    3. accepts :math:`x^*` with probability :math:`\min(1, e^{-\Delta H})`,
-       :math:`\Delta H = H(x^*, p^*) - H(x, p)` (the Metropolis rule), else keeps :math:`x`.
+       (x, p) to (x*, p*) (:func:`leapfrog`);
+    3. accepts x* with probability min(1, e^(-ΔH)),
+       ΔH = H(x*, p*) - H(x, p) (the Metropolis rule), else keeps x.
 
     A proposal whose energy is NaN/inf, or on whose trajectory the target failed, is
-    rejected (:math:`\Delta H = +\infty`); it never produces a NaN state.
+    rejected (ΔH = +∞); it never produces a NaN state.
 
     Random numbers are drawn in a fixed order from ``rng``: per iteration, ``D`` standard
     normals for the momentum, then one uniform for the Metropolis test (drawn even when the
@@ -291,8 +291,8 @@ def hmc_sample(log_prob_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray
     burn_in : int, optional
         Leading iterations to discard; default ``n_iter // 3`` (W&B: the first third).
     mass : float or array (D,)
-        Diagonal mass matrix; a mass :math:`m_j` is equivalent to sampling
-        :math:`x_j\sqrt{m_j}` with unit mass (Neal 2011 §5.4.1).
+        Diagonal mass matrix; a mass m_j is equivalent to sampling
+        x_j √m_j with unit mass (Neal 2011 §5.4.1).
     progress : bool
         Show a tqdm progress bar (tqdm is imported only then).
 
@@ -381,7 +381,7 @@ class HyperPosterior:
     Attributes
     ----------
     value : float
-        :math:`\log q(t|\phi) + \log p(\phi)`; ``-inf`` if the Laplace mode did not converge.
+        log q(t|ϕ) + log p(ϕ); ``-inf`` if the Laplace mode did not converge.
     gradient : ndarray (P,)
         Its gradient with respect to φ.
     log_evidence, log_prior : float
@@ -408,14 +408,14 @@ def wb_log_posterior(
     likelihood: BinaryLikelihood | None = None,
     f_init: ArrayLike | None = None,
 ) -> HyperPosterior:
-    r"""The potential of W&B's HMC: :math:`-E(\phi) = \log q(t|\phi) + \log p(\phi)` and its gradient.
+    r"""The potential of W&B's HMC: -E(ϕ) = log q(t|ϕ) + log p(ϕ) and its gradient.
 
-    :math:`\phi = A\theta` are W&B's coordinates (:func:`gpc_ref.hyperparameters.wb_scale`); the Laplace log
+    ϕ = Aθ are W&B's coordinates (:func:`gpc_ref.hyperparameters.wb_scale`); the Laplace log
     evidence and its θ-gradient (with the implicit term) come from
     :func:`~gpc_ref.laplace.laplace_evidence` at ``kernel.with_theta(phi / A)``, and
-    :math:`\nabla_\phi = A^{-1}\nabla_\theta` by the chain rule. The prior is
+    ∇_ϕ = A⁻¹∇_θ by the chain rule. The prior is
     :func:`gaussian_log_prior` on φ. Its density is in φ; the density of θ differs by the
-    constant :math:`\log|\det A|` (see :func:`gpc_ref.hyperparameters.log_hyperprior`), which changes neither
+    constant log|det A| (see :func:`gpc_ref.hyperparameters.log_hyperprior`), which changes neither
     gradients nor the maximiser.
 
     A Laplace mode that did not converge gives ``value = -inf`` (its evidence would be wrong);
@@ -465,19 +465,19 @@ class LaplaceHMCResult:
     thetas : ndarray (n_retained, P)
         Retained samples in the kernel's coordinates (``kernel.theta``).
     phis : ndarray (n_retained, P)
-        The same samples in W&B's coordinates :math:`\phi = A\theta`.
+        The same samples in W&B's coordinates ϕ = Aθ.
     all_thetas : ndarray (n_iter, P)
         Every state, burn-in included.
     log_posterior : ndarray (n_iter,)
-        :math:`\log q(y|\theta) + \log p(\phi)` of every state (density in φ, up to a constant).
+        log q(y|θ) + log p(ϕ) of every state (density in φ, up to a constant).
     log_evidence : ndarray (n_iter,)
-        The Laplace log evidence :math:`\log q(y|\theta)` (W&B eq 10) of every state.
+        The Laplace log evidence log q(y|θ) (W&B eq 10) of every state.
     acceptance_rate : float
     theta_names : list of str
     kernel : SEKernel
         The starting kernel (its ``theta`` was the first state); :meth:`kernels` gives the samples.
     scale : ndarray (P,)
-        :math:`A` in :math:`\phi = A\theta`.
+        A in ϕ = Aθ.
     prior_mean, prior_sd : float
     n_newton : int
         Newton iterations spent in all Laplace mode searches.
@@ -530,17 +530,17 @@ def laplace_hmc(
 ) -> LaplaceHMCResult:
     r"""Sample GP log-hyperparameters by HMC on the Laplace-approximate posterior (W&B 1997 §2.3).
 
-    The target is W&B's :math:`p(\phi | t) \propto q(t|\phi)\,p(\phi)` with the Laplace log
-    evidence :math:`\log q(t|\phi)` of W&B eq 10 (:func:`~gpc_ref.laplace.laplace_evidence`,
+    The target is W&B's p(ϕ | t) ∝ q(t|ϕ) p(ϕ) with the Laplace log
+    evidence log q(t|ϕ) of W&B eq 10 (:func:`~gpc_ref.laplace.laplace_evidence`,
     whose exact gradient includes the implicit dependence of the mode,
-    :math:`\partial\hat f/\partial\theta = (I+KW)^{-1}(\partial K/\partial\theta)(t-\pi)`) and
-    independent :math:`N(\mu_0, s_0^2)` priors on W&B's coordinates
-    :math:`\phi = A\theta = (\log v_0, \log w_1, \dots, \log w_d)` (:func:`gpc_ref.hyperparameters.wb_scale`). The
+    ∂f̂/∂θ = (I+KW)⁻¹(∂K/∂θ)(t-π)) and
+    independent N(μ_0, s_0²) priors on W&B's coordinates
+    ϕ = Aθ = (log v_0, log w_1, …, log w_d) (:func:`gpc_ref.hyperparameters.wb_scale`). The
     chain runs in φ with unit mass, so ε means what it means in the paper; the gradient is
-    :math:`\nabla_\phi = A^{-1}\nabla_\theta`.
+    ∇_ϕ = A⁻¹∇_θ.
 
     Each Newton search is warm-started from the mode of the previous evaluation (one leapfrog
-    step away), which is much cheaper than W&B's fresh start at :math:`\pi = \tfrac12`; the
+    step away), which is much cheaper than W&B's fresh start at π = ½; the
     mode found is the same to the Newton tolerance. An evaluation whose Newton iteration does
     not converge counts as infinite energy (its evidence would be wrong), so that proposal
     is rejected; ``n_unconverged`` reports how often this happened.
@@ -549,7 +549,7 @@ def laplace_hmc(
     ----------
     kernel : SEKernel
         Its structure (ARD or not, bias) defines the hyperparameters and its ``theta`` the
-        starting state. W&B start at :math:`\log v_0 = 0`, :math:`\log w_l = -2`, i.e.
+        starting state. W&B start at log v_0 = 0, log w_l = -2, i.e.
         ``SEKernel(variance=1.0, lengthscale=np.full(d, np.e))``.
     X, y, likelihood
         As in :func:`~gpc_ref.laplace.laplace_evidence` (default likelihood: logistic, as W&B).
@@ -624,9 +624,9 @@ class HMCPrediction:
     ----------
     mean, var : ndarray (m,)
         Mean and variance of the latent predictive, the equal-weight mixture over the samples of
-        the Laplace latent predictives :math:`N(\mu_*^{(s)}, s_*^{2(s)})` (law of total variance).
+        the Laplace latent predictives N(μ_∗^(s), s_∗^(2(s))) (law of total variance).
     proba : ndarray (m,)
-        :math:`P(y_* = +1)` averaged over the samples.
+        P(y_∗ = +1) averaged over the samples.
     """
 
     mean: np.ndarray
@@ -649,7 +649,7 @@ def laplace_hmc_predict(
     .. math:: \bar\pi(x_*) = \int \hat\pi(x_*|\theta)\, p(\theta|t)\,d\theta
               \approx \frac1S\sum_{s=1}^S \hat\pi(x_*|\theta^{(s)}),
 
-    where :math:`\hat\pi(x_*|\theta)` is the Laplace prediction at fixed hyperparameters (mode, latent
+    where π̂(x_∗|θ) is the Laplace prediction at fixed hyperparameters (mode, latent
     mean and variance, then the erf mixture or ``method``). A rejected proposal repeats a sample,
     and its prediction is reused rather than recomputed.
 
@@ -669,7 +669,7 @@ def laplace_hmc_predict(
     Returns
     -------
     HMCPrediction
-        The mixture's latent mean and variance and the averaged :math:`P(y_* = +1)`.
+        The mixture's latent mean and variance and the averaged P(y_∗ = +1).
     """
     if not isinstance(result, LaplaceHMCResult):
         raise ValueError(f"result must be a LaplaceHMCResult; got {type(result).__name__}")

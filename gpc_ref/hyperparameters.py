@@ -8,14 +8,14 @@ convergence test.
 
 Notation (book symbol ← code name):
 
-- :math:`\theta` ← ``theta``: the kernel's log-parameters (``SEKernel.theta``):
-  :math:`(\log\sigma_f^2, \log\ell_1, \dots, \log\ell_D, [\log\sigma_b^2], [\log\sigma_j^2])`.
-- :math:`\phi = A\theta` ← ``phi``: W&B's log-hyperparameters :math:`(\log v_0, \log w_1, \dots,
-  \log w_D, [\log v_1], [\ldots])` with :math:`v_0 = \sigma_f^2` and :math:`w_l = 1/\ell_l^2`, so
-  :math:`A = \operatorname{diag}(1, -2, \dots, -2, 1, \dots)` ← ``wb_scale(kernel)``.
-- :math:`N(\mu_0, s_0^2)` ← ``prior_mean, prior_sd``: W&B's prior on every :math:`\phi_j`
-  (:math:`\mu_0 = -3`, :math:`s_0 = 3`, W&B 1997 §2.3).
-- :math:`g = \nabla_\theta` objective ← ``gradient``; :math:`\|P(g)\|_\infty` ← ``gradient_norm``, the
+- θ ← ``theta``: the kernel's log-parameters (``SEKernel.theta``):
+  (log σ_f², log ℓ_1, …, log ℓ_D, [log σ_b²], [log σ_j²]).
+- ϕ = Aθ ← ``phi``: W&B's log-hyperparameters (log v_0, log w_1, …,
+  log w_D, [log v_1], […]) with v_0 = σ_f² and w_l = 1/ℓ_l², so
+  A = diag(1, -2, …, -2, 1, …) ← ``wb_scale(kernel)``.
+- N(μ_0, s_0²) ← ``prior_mean, prior_sd``: W&B's prior on every ϕ_j
+  (μ_0 = -3, s_0 = 3, W&B 1997 §2.3).
+- g = ∇_θ objective ← ``gradient``; ‖P(g)‖_∞ ← ``gradient_norm``, the
   largest component of the gradient projected on the box (a component pushing outward at an
   active bound, and every fixed component, counts as zero).
 
@@ -24,16 +24,16 @@ The box
 Every method that learns a kernel searches the same box, :func:`theta_box`, which gives each
 log-parameter the interval of its kind (:data:`LOG_PARAMETER_BOUNDS`):
 
-=====================  ================  =====================================================
-log-parameter          interval          why
-=====================  ================  =====================================================
-``log_variance``       [−10, 15]         :math:`\sigma_f^2` from 4.5e-5 to 3.3e6: ML-II on separable
-                                         data climbs to about 1e5 (the crabs)
-``log_lengthscale``    [−10, 10]         :math:`\ell` from 4.5e-5 to 2.2e4 standardised input units:
-                                         an irrelevant input's :math:`\ell` at the top is "infinite"
-``log_bias``           [−20, 15]         a variance that may vanish: K&G start it at 1e-8
-``log_jitter``         [−20, 10]         likewise (K&G's latent noise :math:`v_2` starts at 1e-6)
-=====================  ================  =====================================================
+===================  =========  ================================================
+log-parameter        interval   why
+===================  =========  ================================================
+``log_variance``     [−10, 15]  σ_f² from 4.5e-5 to 3.3e6: ML-II on separable
+                                data climbs to about 1e5 (the crabs)
+``log_lengthscale``  [−10, 10]  ℓ from 4.5e-5 to 2.2e4 standardised input units:
+                                an irrelevant input's ℓ at the top is "infinite"
+``log_bias``         [−20, 15]  a variance that may vanish: K&G start it at 1e-8
+``log_jitter``       [−20, 10]  likewise (K&G's latent noise v_2 starts at 1e-6)
+===================  =========  ================================================
 
 wide enough for every optimum in the book and narrow enough that no covariance overflows. An
 optimum on the box's edge is reported in ``at_bound`` and by a
@@ -55,7 +55,7 @@ Convergence
 L-BFGS-B stops when the objective stops changing, which can happen far from an optimum (a
 flat stretch, a failed line search). :func:`maximize` therefore checks the projected gradient
 itself: the result is ``converged`` only if
-:math:`\|P(g)\|_\infty \le \text{tol}\cdot\max(1, |f|)`. When L-BFGS-B stops early it is restarted
+‖P(g)‖_∞ ≤ tol·max(1, abs(f)). When L-BFGS-B stops early it is restarted
 from its last point (fresh curvature memory) until the test passes or ``max_iter`` iterations
 are spent; otherwise a :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count,
 the gradient norm, the parameter the objective would still move (with what its edge of the box
@@ -129,11 +129,11 @@ LOG_PARAMETER_BOUNDS = {
 
 # --------------------------------------------------------------------------- W&B coordinates and priors
 def wb_scale(kernel: SEKernel) -> np.ndarray:
-    r"""The diagonal :math:`A` of the map :math:`\phi = A\theta` to W&B's log-hyperparameters.
+    r"""The diagonal A of the map ϕ = Aθ to W&B's log-hyperparameters.
 
-    ``log_lengthscale`` entries get :math:`-2` (:math:`w_l = 1/\ell_l^2` gives
-    :math:`\log w_l = -2\log\ell_l`, W&B 1997 eq 8); ``log_variance`` (:math:`\log v_0`),
-    ``log_bias`` (:math:`\log v_1`) and ``log_jitter`` keep factor 1.
+    ``log_lengthscale`` entries get -2 (w_l = 1/ℓ_l² gives
+    log w_l = -2 log ℓ_l, W&B 1997 eq 8); ``log_variance`` (log v_0),
+    ``log_bias`` (log v_1) and ``log_jitter`` keep factor 1.
 
     Parameters
     ----------
@@ -150,21 +150,21 @@ def wb_scale(kernel: SEKernel) -> np.ndarray:
 
 
 def gaussian_log_prior(phi: ArrayLike, prior_mean: float = -3.0, prior_sd: float = 3.0) -> tuple[float, np.ndarray]:
-    r"""Independent :math:`N(\mu_0, s_0^2)` log density on every :math:`\phi_j`, and its gradient (W&B 1997 §2.3).
+    r"""Independent N(μ_0, s_0²) log density on every ϕ_j, and its gradient (W&B 1997 §2.3).
 
     Parameters
     ----------
     phi : array (P,)
         W&B's log-hyperparameters.
     prior_mean, prior_sd : float
-        :math:`\mu_0` and :math:`s_0` (W&B: −3 and 3).
+        μ_0 and s_0 (W&B: −3 and 3).
 
     Returns
     -------
     value : float
-        :math:`\sum_j \log N(\phi_j\mid\mu_0, s_0^2)`.
+        ∑_j log N(ϕ_j | μ_0, s_0²).
     gradient : ndarray (P,)
-        :math:`\partial/\partial\phi`.
+        ∂/∂ϕ.
     """
     phi = check_vector(phi, "phi")
     prior_sd = float(check_positive(prior_sd, "prior_sd"))
@@ -175,15 +175,15 @@ def gaussian_log_prior(phi: ArrayLike, prior_mean: float = -3.0, prior_sd: float
 
 
 def log_hyperprior(kernel: SEKernel, prior_mean: float = -3.0, prior_sd: float = 3.0) -> tuple[float, np.ndarray]:
-    r"""W&B's hyperprior at ``kernel.theta`` and its gradient with respect to :math:`\theta`.
+    r"""W&B's hyperprior at ``kernel.theta`` and its gradient with respect to θ.
 
     .. math:: \log p(\phi(\theta)) = \sum_j \log N(\phi_j(\theta)\mid\mu_0, s_0^2), \qquad \phi = A\theta.
 
-    The value is the log density *of* :math:`\phi` (as in W&B and :mod:`gpc_ref.hmc`); the density
-    of :math:`\theta` differs by the constant :math:`\log|\det A|`, which changes neither the MAP
-    point nor any HMC acceptance. A prior :math:`N(-3, 3^2)` on :math:`\log w` is
-    :math:`N(1.5, 1.5^2)` on :math:`\log\ell`: it favours lengthscales around
-    :math:`e^{1.5} \approx 4.5` input units.
+    The value is the log density *of* ϕ (as in W&B and :mod:`gpc_ref.hmc`); the density
+    of θ differs by the constant log|det A|, which changes neither the MAP
+    point nor any HMC acceptance. A prior N(-3, 3²) on log w is
+    N(1.5, 1.5²) on log ℓ: it favours lengthscales around
+    e^(1.5) ≈ 4.5 input units.
 
     Parameters
     ----------
@@ -195,9 +195,9 @@ def log_hyperprior(kernel: SEKernel, prior_mean: float = -3.0, prior_sd: float =
     Returns
     -------
     value : float
-        The log density of :math:`\phi = A\theta` (:func:`gaussian_log_prior`).
+        The log density of ϕ = Aθ (:func:`gaussian_log_prior`).
     gradient : ndarray (P,)
-        :math:`\partial/\partial\theta = A\,\partial/\partial\phi` (chain rule through :math:`\phi = A\theta`).
+        ∂/∂θ = A ∂/∂ϕ (chain rule through ϕ = Aθ).
     """
     scale = wb_scale(kernel)
     value, gradient_phi = gaussian_log_prior(scale * kernel.theta, prior_mean, prior_sd)
@@ -378,7 +378,7 @@ class HyperparameterFit:
     gradient : ndarray (P,)
         The objective's gradient there (all entries, fixed ones included).
     gradient_norm : float
-        :math:`\|P(g)\|_\infty` over the free entries, projected on the box.
+        ‖P(g)‖_∞ over the free entries, projected on the box.
     converged : bool
         ``gradient_norm <= tol * max(1, |value|)``.
     tolerance : float

@@ -1,48 +1,48 @@
 r"""Sparse multi-class GP classification: the informative vector machine, one sweep of variational sites (G&R §5).
 
 Girolami & Rogers' variational posterior over the C latent functions is, given the means
-:math:`\widetilde{\mathbf z}^c` of the auxiliary variables, C independent GP *regressions* with unit noise
+z̃^c of the auxiliary variables, C independent GP *regressions* with unit noise
 (G&R eq 4.1, Appendix A):
 
 .. math:: Q(\mathbf f^c) = N(\boldsymbol\mu^c, \Sigma_c), \qquad
           \Sigma_c = K_c (I + K_c)^{-1}, \qquad \boldsymbol\mu^c = \Sigma_c \widetilde{\mathbf z}^c .
 
-The sparse version includes one point at a time: including point :math:`i` conditions every
-:math:`Q(\mathbf f^c)` on the "observation" :math:`\widetilde z_i^c = f_i^c + \epsilon`,
-:math:`\epsilon \sim N(0, 1)`, whose value is the truncated-Gaussian mean of G&R eqs 4.3–4.4
+The sparse version includes one point at a time: including point i conditions every
+Q(f^c) on the "observation" z̃_i^c = f_i^c + ε,
+ε ~ N(0, 1), whose value is the truncated-Gaussian mean of G&R eqs 4.3–4.4
 computed at the current posterior mean. That rank-one Bayesian update is G&R eqs 5.1–5.4; the
-covariance is kept in the low-rank form :math:`\Sigma_c = K_c - M_c^T M_c` with an
-:math:`S \times n` matrix :math:`M_c`, so nothing of size :math:`n \times n` is ever formed:
-memory :math:`O(CSn)`, time :math:`O(CnS^2)` for :math:`S` included points.
+covariance is kept in the low-rank form Σ_c = K_c - M_cᵀ M_c with an
+S × n matrix M_c, so nothing of size n × n is ever formed:
+memory O(CSn), time O(CnS²) for S included points.
 
 Notation: the book's (n points indexed by i, C classes indexed by c). Latent values, auxiliaries,
-means and shifts carry the point as a subscript and the class as a superscript (:math:`\mu_i^c`);
-the covariance quantities carry the class first, as a subscript (:math:`s_{ci}`). Book symbol ← code
+means and shifts carry the point as a subscript and the class as a superscript (μ_i^c);
+the covariance quantities carry the class first, as a subscript (s_ci). Book symbol ← code
 name; G&R's symbol in brackets:
 
-=============================================================  =================  ==========================================
-book                                                           code               meaning
-=============================================================  =================  ==========================================
-:math:`n, C, S`                                                ``n_points``,      training points, classes, points to include [:math:`N, K, S`]
-                                                               ``n_classes``,
-                                                               ``n_active``
-:math:`c_i \in \{0..C-1\}`                                     ``t``              class of point i [:math:`t_n`, G&R's 1..K minus one]
-:math:`k = c_i`, :math:`j \ne k`                               ``t[i]``           observed class of point i, its competitors [:math:`i = t_n`, :math:`j \ne i`]
-:math:`K_c`, :math:`\mathbf k_{ci}`                            ``kernel_column``  prior covariance of class c and its column i
-                                                                                  [:math:`C_{\varphi_k}`, :math:`C^n_{\varphi_k}`]
-:math:`\mathcal I = (i_1, \dots, i_S)`                         ``active_set``     included points in inclusion order
-:math:`l`                                                      ``step``           inclusion step, 0-based [G&R's l, 1-based]
-:math:`M_c` (:math:`S\times n`)                                ``M[g]``           :math:`\Sigma_c = K_c - M_c^T M_c` [:math:`M_k`]
-:math:`\boldsymbol\sigma_{ci}`                                 ``sigma_n``        column i of :math:`\Sigma_c` [:math:`\Sigma_{k,n}`]
-:math:`\mathbf s_c = \mathrm{diag}\,\Sigma_c`, :math:`s_{ci}`  ``var[:, c]``      posterior variances [:math:`\mathbf s_k`]
-:math:`\boldsymbol\mu^c`, :math:`\mu_i^c`                      ``mean[:, c]``     posterior means [:math:`\widetilde{\mathbf m}_k`, :math:`\widetilde m_{nk}`]
-:math:`\widetilde{\mathbf z}_i`                                ``targets``        site values, fixed at inclusion [:math:`\widetilde{\mathbf y}_n`]
-:math:`p_i^c = \widetilde z_i^c - \mu_i^c`                     ``shift``          truncation shift of G&R eqs 4.3–4.4 [:math:`p_{nk}`]
-:math:`v_{ci} = \sqrt{1 + s_{ci}}`                             ``v``              predictive scale in eq 5.5 [:math:`v_{km}`]
-:math:`G`                                                      ``n_kernels``      distinct kernels: 1 if all classes share one
-                                                                                  (then all :math:`\Sigma_c` are equal), else C
-:math:`L_{\mathcal I}`                                         ``L``              Cholesky factor of :math:`K_{c,\mathcal I\mathcal I} + I`
-=============================================================  =================  ==========================================
+=====================  =================  ===========================================================
+book                   code               meaning
+=====================  =================  ===========================================================
+n, C, S                ``n_points``,      training points, classes, points to include [N, K, S]
+                       ``n_classes``,
+                       ``n_active``
+c_i ∈ {0..C-1}         ``t``              class of point i [t_n, G&R's 1..K minus one]
+k = c_i, j ≠ k         ``t[i]``           observed class of point i, its competitors [i = t_n, j ≠ i]
+K_c, k_ci              ``kernel_column``  prior covariance of class c and its column i
+                                          [C_(φ_k), C^n_(φ_k)]
+ℐ = (i_1, …, i_S)      ``active_set``     included points in inclusion order
+l                      ``step``           inclusion step, 0-based [G&R's l, 1-based]
+M_c (S × n)            ``M[g]``           Σ_c = K_c - M_cᵀ M_c [M_k]
+σ_ci                   ``sigma_n``        column i of Σ_c [Σ_(k,n)]
+s_c = diag Σ_c, s_ci   ``var[:, c]``      posterior variances [s_k]
+μ^c, μ_i^c             ``mean[:, c]``     posterior means [m̃_k, m̃_nk]
+z̃_i                    ``targets``        site values, fixed at inclusion [ỹ_n]
+p_i^c = z̃_i^c - μ_i^c  ``shift``          truncation shift of G&R eqs 4.3–4.4 [p_nk]
+v_ci = √(1 + s_ci)     ``v``              predictive scale in eq 5.5 [v_km]
+G                      ``n_kernels``      distinct kernels: 1 if all classes share one
+                                          (then all Σ_c are equal), else C
+L_ℐ                    ``L``              Cholesky factor of K_(c,ℐℐ) + I
+=====================  =================  ===========================================================
 
 References
 ----------
@@ -51,7 +51,7 @@ References
   Appendix B (predictive distribution), eqs 5.1–5.5 (the multi-class IVM), §6.3–6.4 (experiments).
 - [Lawrence03] Lawrence, Seeger & Herbrich (2003), *Fast sparse Gaussian process methods: the
   informative vector machine*, NIPS 15: ADF inclusion of one point at a time, the low-rank
-  :math:`M` representation, and the entropy-reduction selection criterion.
+  M representation, and the entropy-reduction selection criterion.
 - [Minka01] Minka (2001): assumed density filtering, whose one-pass schedule (not its moment-matched sites) the IVM keeps.
 - [GPML] Rasmussen & Williams (2006), eqs 2.25–2.26 (GP regression, used for the predictions).
 """
@@ -123,28 +123,28 @@ class BelowClassFrequenciesWarning(ConvergenceWarning):
 
 @dataclass(frozen=True)
 class IVMFit:
-    r"""The state of the multi-class IVM after :math:`S` inclusions.
+    r"""The state of the multi-class IVM after S inclusions.
 
     Attributes
     ----------
     active_set : ndarray (S,)
-        Indices of the included points, in the order they were included (:math:`\mathcal I`).
+        Indices of the included points, in the order they were included (ℐ).
     targets : ndarray (S, C)
-        The site values :math:`\widetilde{\mathbf z}_i` of each included point, computed (G&R eqs 4.3–4.4)
+        The site values z̃_i of each included point, computed (G&R eqs 4.3–4.4)
         when it was included and fixed thereafter. The posterior is exactly GP regression with unit noise on these.
     mean : ndarray (n, C)
-        Posterior means :math:`\mu_i^c` at every training point.
+        Posterior means μ_i^c at every training point.
     var : ndarray (n, C)
-        Posterior variances :math:`s_{ci}` at every training point.
+        Posterior variances s_ci at every training point.
     M : ndarray (G, S, n)
-        The low-rank factors: :math:`\Sigma_c = K_c - M_{g(c)}^T M_{g(c)}`.
+        The low-rank factors: Σ_c = K_c - M_(g(c))ᵀ M_(g(c)).
     kernel_of_class : ndarray (C,)
         Which of the G kernels (and rows of ``M``) each class uses.
     log_target_probability : ndarray (S,)
-        :math:`\log P(c_i \mid \boldsymbol\mu_i, \mathbf s_i)` (eq 5.5) of each point at the moment it
+        log P(c_i | μ_i, s_i) (eq 5.5) of each point at the moment it
         was included: the quantity the predictive rule minimises.
     entropy_reduction : ndarray (S,)
-        :math:`\tfrac12\sum_c\log(1 + s_{ci})` of each point at the moment it was included: the
+        ½∑_c log(1 + s_ci) of each point at the moment it was included: the
         quantity the entropy rule maximises.
     selection : str
         The selection rule used.
@@ -253,22 +253,22 @@ def target_log_probability(
               {v_{ji}}\Bigr)\Bigr\}, \qquad v_{ji} = \sqrt{1 + s_{ji}},
 
     by the Gauss–Hermite rule of the shared :class:`MultinomialProbitLikelihood`, in log space, for
-    the true class :math:`k = c_i` only (:math:`C-1` terms per node instead of :math:`C(C-1)` for the whole
+    the true class k = c_i only (C-1 terms per node instead of C(C-1) for the whole
     predictive distribution). Points are processed in blocks of constant size.
 
     Parameters
     ----------
     t : array_like (n,) of int
-        Classes :math:`c_i` (codes 0..C−1).
+        Classes c_i (codes 0..C−1).
     mean, var : array_like (n, C)
-        Posterior means :math:`\mu_i^c` and variances :math:`s_{ci}`.
+        Posterior means μ_i^c and variances s_ci.
     likelihood : MultinomialProbitLikelihood, optional
         Supplies the quadrature rule (default 48 nodes).
 
     Returns
     -------
     ndarray (n,)
-        :math:`\log P(c_i \mid \boldsymbol\mu_i, \mathbf s_i)`.
+        log P(c_i | μ_i, s_i).
     """
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
     t = np.asarray(t, dtype=int)
@@ -291,18 +291,18 @@ def target_log_probability(
 def pairwise_log_probability(t: ArrayLike, mean: ArrayLike, var: ArrayLike) -> np.ndarray:
     r"""The product of the pairwise probabilities, a cheap lower bound on eq 5.5 (exact for C = 2).
 
-    Under the current posterior the auxiliary vector :math:`\mathbf z_i` has independent components
-    :math:`z_i^j \sim N(\mu_i^j, v_{ji}^2)`, and :math:`c_i = k` is the event
-    :math:`\bigcap_{j\ne k} A_j` with :math:`A_j = \{z_i^k > z_i^j\}`,
-    :math:`P(A_j) = \Phi(d_j)`, :math:`d_j = (\mu_i^k - \mu_i^j)/\sqrt{v_{ki}^2 + v_{ji}^2}`.
-    Every :math:`A_j` is increasing in the independent coordinates :math:`(z_i^k, -z_i^j)`, so
-    Harris's inequality gives :math:`P(\bigcap_j A_j) \ge \prod_j P(A_j)`, and the intersection is
+    Under the current posterior the auxiliary vector z_i has independent components
+    z_i^j ~ N(μ_i^j, v_ji²), and c_i = k is the event
+    ⋂_(j ≠ k) A_j with A_j = {z_i^k > z_i^j},
+    P(A_j) = Φ(d_j), d_j = (μ_i^k - μ_i^j)/√(v_ki² + v_ji²).
+    Every A_j is increasing in the independent coordinates (z_i^k, -z_i^j), so
+    Harris's inequality gives P(⋂_j A_j) ≥ ∏_j P(A_j), and the intersection is
     no likelier than its least likely member:
 
     .. math:: \sum_{j\ne k}\log\Phi(d_j) \;\le\; \log P(c_i = k) \;\le\; \min_{j\ne k}\log\Phi(d_j).
 
-    The left-hand side costs :math:`C - 1` evaluations of :math:`\log\Phi` per point against
-    :math:`(C-1)Q` for the quadrature; :func:`select_predictive` uses it to screen candidates.
+    The left-hand side costs C - 1 evaluations of log Φ per point against
+    (C-1)Q for the quadrature; :func:`select_predictive` uses it to screen candidates.
 
     Parameters
     ----------
@@ -312,7 +312,7 @@ def pairwise_log_probability(t: ArrayLike, mean: ArrayLike, var: ArrayLike) -> n
     Returns
     -------
     ndarray (n,)
-        :math:`\sum_{j\ne k}\log\Phi(d_j)` for each point, :math:`k = c_i`.
+        ∑_(j ≠ k) log Φ(d_j) for each point, k = c_i.
     """
     t = np.asarray(t, dtype=int)
     rows = np.arange(len(t))
@@ -335,18 +335,18 @@ def select_predictive(
     r"""The candidate with the smallest posterior probability of its own class (G&R §5, eq 5.5).
 
     With ``screen=False`` every candidate is scored by :func:`target_log_probability`:
-    :math:`(C-1)Q` normal CDFs each. The score only has to *rank* the candidates, so with
+    (C-1)Q normal CDFs each. The score only has to *rank* the candidates, so with
     ``screen=True`` all of them are first ranked by the cheap :func:`pairwise_log_probability`
-    (:math:`C-1` CDFs each) and only the :data:`SHORTLIST` lowest are scored by the quadrature. The
+    (C-1 CDFs each) and only the :data:`SHORTLIST` lowest are scored by the quadrature. The
     point chosen is the same unless the least probable point falls outside that shortlist under the
     pairwise ranking (the tests and the book check that the two agree on their examples).
 
     Parameters
     ----------
     t : ndarray (n,) of int
-        Classes :math:`c_i` of all n training points.
+        Classes c_i of all n training points.
     mean, var : ndarray (n, C)
-        Current posterior means :math:`\mu_i^c` and variances :math:`s_{ci}` at all n points.
+        Current posterior means μ_i^c and variances s_ci at all n points.
     candidates : array_like of int
         Indices of the points not yet included.
     likelihood
@@ -371,23 +371,23 @@ def select_predictive(
 
 
 def entropy_reduction(var: ArrayLike) -> np.ndarray:
-    r"""Entropy reduction of :math:`Q(\mathbf f)` if point i were included next: :math:`\tfrac12\sum_c \log(1 + s_{ci})`.
+    r"""Entropy reduction of Q(f) if point i were included next: ½∑_c log(1 + s_ci).
 
     Lawrence et al. (2003) select the point whose inclusion most reduces the entropy of the
     approximate posterior. Under G&R's update (eq 5.2) including point i multiplies
-    :math:`|\Sigma_c|` by :math:`1 - s_{ci}/(1+s_{ci}) = 1/(1+s_{ci})`, and :math:`Q(\mathbf f)`
-    factorises over classes, so the entropy falls by :math:`\tfrac12\sum_c\log(1+s_{ci})`. In
-    Lawrence et al.'s notation each term is :math:`-\tfrac12\log(1-\nu_i\zeta_i)`, with
-    :math:`\zeta_i = s_{ci}` and :math:`\nu_i = -\partial^2\log Z_i/\partial\mu_i^2`; for G&R's
-    unit-noise Gaussian site :math:`Z_i = N(\widetilde z_i \mid \mu_i, 1 + \zeta_i)`, so
-    :math:`\nu_i = 1/(1+\zeta_i)`, the precision of :math:`Z_i` in the cavity mean (the site's own
-    precision is one). :math:`\nu_i` depends on :math:`\zeta_i` alone, so this score does not depend
+    det Σ_c by 1 - s_ci/(1+s_ci) = 1/(1+s_ci), and Q(f)
+    factorises over classes, so the entropy falls by ½∑_c log(1+s_ci). In
+    Lawrence et al.'s notation each term is -½ log(1-ν_i ζ_i), with
+    ζ_i = s_ci and ν_i = -∂² log Z_i/∂μ_i²; for G&R's
+    unit-noise Gaussian site Z_i = N(z̃_i | μ_i, 1 + ζ_i), so
+    ν_i = 1/(1+ζ_i), the precision of Z_i in the cavity mean (the site's own
+    precision is one). ν_i depends on ζ_i alone, so this score does not depend
     on the labels.
 
     Parameters
     ----------
     var : array_like (n, C)
-        Posterior variances :math:`s_{ci}`.
+        Posterior variances s_ci.
 
     Returns
     -------
@@ -403,25 +403,25 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
             targets: ArrayLike | None = None, progress: bool = False) -> IVMFit:  # fmt: skip
     r"""Sparse multi-class GP classification by ADF: G&R (2006) eqs 5.1–5.5.
 
-    Starting from the prior (:math:`M_c = 0`, :math:`\boldsymbol\mu^c = 0`,
-    :math:`\mathbf s_c = \mathrm{diag}\,K_c`, which is G&R's "unit values" for their unit-variance
+    Starting from the prior (M_c = 0, μ^c = 0,
+    s_c = diag K_c, which is G&R's "unit values" for their unit-variance
     kernel), repeat S times:
 
     1. choose a point i not yet included, by ``selection``:
        ``"predictive"`` — the smallest posterior probability of its own class (G&R eq 5.5);
-       ``"entropy"`` — the largest entropy reduction :math:`\tfrac12\sum_c\log(1+s_{ci})`
+       ``"entropy"`` — the largest entropy reduction ½∑_c log(1+s_ci)
        (Lawrence et al. 2003, see :func:`entropy_reduction`); ``"random"`` — uniformly at random.
        The first point is always drawn at random (at the prior every score ties), which gives the
        "random starts" of G&R Fig. 5;
-    2. :math:`\mathbf p_i = \widetilde{\mathbf z}_i - \boldsymbol\mu_i` from the current means
+    2. p_i = z̃_i - μ_i from the current means
        (G&R eqs 4.3–4.4), or from the given fixed ``targets``;
-    3. update every :math:`M_c`, :math:`\mathbf s_c`, :math:`\boldsymbol\mu^c` by eqs 5.1–5.4
+    3. update every M_c, s_c, μ^c by eqs 5.1–5.4
        (:func:`adf_include`).
 
     Nothing of size n × n is formed: the kernel enters only through ``kernel_column(i)``, the
     largest array is ``M`` (G × S × n), and scores are computed in constant-size blocks.
-    Time :math:`O(G n S^2)` for the updates plus, for the predictive rule, :math:`O(n C Q)` per
-    step for the quadrature of eq 5.5 with Q nodes (:math:`O(nC)` with ``screen=True``).
+    Time O(G n S²) for the updates plus, for the predictive rule, O(n C Q) per
+    step for the quadrature of eq 5.5 with Q nodes (O(nC) with ``screen=True``).
 
     Parameters
     ----------
@@ -429,9 +429,9 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
         ``kernel_column(i)`` returns the i-th column of each of the G prior covariances, shape
         (G, n), jitter included at entry i.
     prior_var : array_like (G, n) or (n,)
-        Prior variances :math:`\mathrm{diag}\,K_g` (jitter included).
+        Prior variances diag K_g (jitter included).
     t : array_like (n,) of int
-        Classes :math:`c_i`, codes 0..C−1.
+        Classes c_i, codes 0..C−1.
     n_active : int
         Number of points S to include (1 ≤ S ≤ n).
     selection : {"predictive", "entropy", "random"}
@@ -446,7 +446,7 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
         Rank the candidates of the predictive rule by :func:`pairwise_log_probability` and score
         only a shortlist by the quadrature (see :func:`select_predictive`).
     targets : array_like (n, C), optional
-        Fixed site values :math:`\widetilde{\mathbf z}_i` (one row per point) to use instead of eqs 4.3–4.4. With every point
+        Fixed site values z̃_i (one row per point) to use instead of eqs 4.3–4.4. With every point
         included the result is then exactly GP regression with unit noise on these targets.
     progress : bool
         Show a tqdm progress bar.
@@ -555,7 +555,7 @@ def ivm_fit(kernel: SEKernel | Sequence[SEKernel] | None, X: ArrayLike, t: Array
     X : array_like (n, D)
         Training inputs.
     t : array_like (n,) of int
-        Classes :math:`c_i`, codes 0..C−1.
+        Classes c_i, codes 0..C−1.
     n_active, selection, rng, n_classes, likelihood, screen, targets, progress
         As in :func:`ivm_adf`.
 
@@ -597,19 +597,19 @@ def ivm_fit(kernel: SEKernel | Sequence[SEKernel] | None, X: ArrayLike, t: Array
 def ivm_predict(fit: IVMFit, X: ArrayLike, *, path: bool = False) -> tuple[np.ndarray, np.ndarray]:
     r"""Posterior means and variances of the C latent functions at new inputs, from the active set.
 
-    After S inclusions with fixed site values :math:`\widetilde{\mathbf z}_{\mathcal I}`, each
-    :math:`Q(\mathbf f^c)` is GP regression with unit noise on the active set (GPML eqs 2.25–2.26,
-    G&R §4.5 restricted to :math:`\mathcal I`):
+    After S inclusions with fixed site values z̃_ℐ, each
+    Q(f^c) is GP regression with unit noise on the active set (GPML eqs 2.25–2.26,
+    G&R §4.5 restricted to ℐ):
 
     .. math:: \mu^c(\mathbf x_*) = \mathbf a_*^T\mathbf b_c, \quad
               \sigma_c^2(\mathbf x_*) = k_c(\mathbf x_*, \mathbf x_*) - \mathbf a_*^T\mathbf a_*, \quad
               \mathbf a_* = L_{\mathcal I}^{-1}\mathbf k_{c,\mathcal I *},\;
               \mathbf b_c = L_{\mathcal I}^{-1}\widetilde{\mathbf z}^c_{\mathcal I},
 
-    with :math:`L_{\mathcal I}L_{\mathcal I}^T = K_{c,\mathcal I\mathcal I} + I` (S × S, factorised
-    once). Because the rows of :math:`L_{\mathcal I}` follow the inclusion order, the prediction of
+    with L_ℐ L_ℐᵀ = K_(c,ℐℐ) + I (S × S, factorised
+    once). Because the rows of L_ℐ follow the inclusion order, the prediction of
     the model after only its first l inclusions is the sum of the first l terms of these inner
-    products: ``path=True`` returns all S of them at cost :math:`O(S m C)` for m test points.
+    products: ``path=True`` returns all S of them at cost O(S m C) for m test points.
 
     Parameters
     ----------
@@ -653,12 +653,12 @@ def ivm_predict(fit: IVMFit, X: ArrayLike, *, path: bool = False) -> tuple[np.nd
 def median_distance_kernel(X: ArrayLike, *, variance: float = 10.0, max_points: int = 500) -> SEKernel:
     r"""An isotropic SE kernel whose lengthscale is the median distance between training inputs.
 
-    The median heuristic: :math:`\ell = \operatorname{median}_{i<j}\lVert\mathbf x_i - \mathbf x_j\rVert`,
+    The median heuristic: ℓ = median_(i<j)‖x_i - x_j‖,
     computed on at most ``max_points`` inputs (evenly spaced through ``X``, so the cost is constant in n
     and the result deterministic). It puts a typical pair of points at kernel correlation
-    :math:`e^{-1/2}`, whatever the number and scale of the inputs; with a fixed lengthscale of one,
+    e^(-1/2), whatever the number and scale of the inputs; with a fixed lengthscale of one,
     points in many standardised dimensions are nearly uncorrelated and the IVM's predictions stay at
-    :math:`1/C`. The signal variance (default 10) sets how far the unit-noise sites of G&R eq 4.1 can
+    1/C. The signal variance (default 10) sets how far the unit-noise sites of G&R eq 4.1 can
     move the latent means: with variance 1 the IVM's probabilities stay close to uniform. Both choices
     come from measurements on seven data sets (``benchmarks/ivm.py``); neither is learnt.
 
@@ -690,7 +690,7 @@ def median_distance_kernel(X: ArrayLike, *, variance: float = 10.0, max_points: 
 def training_log_predictive(fit: IVMFit, t: ArrayLike, likelihood: MultinomialProbitLikelihood | None = None) -> float:
     r"""Mean log predictive probability of the training labels under the fitted IVM.
 
-    :math:`\frac1n\sum_{i=1}^n\log P(c_i\mid\boldsymbol\mu_i, \mathbf s_i)` by G&R eq 5.5
+    (1/n)∑_(i=1)^n log P(c_i | μ_i, s_i) by G&R eq 5.5
     (:func:`target_log_probability`) at the posterior means and variances the IVM keeps for all n training
     points, included or not: the same numbers as ``ivm_predict`` at the training inputs, without
     recomputing them. It is an in-sample score (the included points helped to fit it), so a model
@@ -714,22 +714,22 @@ def training_log_predictive(fit: IVMFit, t: ArrayLike, likelihood: MultinomialPr
 
 
 def class_frequency_log_predictive(t: ArrayLike, n_classes: int | None = None) -> float:
-    r"""Mean log probability of the labels ``t`` under their own class frequencies: :math:`\sum_c\pi_c\log\pi_c`.
+    r"""Mean log probability of the labels ``t`` under their own class frequencies: ∑_c π_c log π_c.
 
     The score of the constant classifier that predicts the training class frequencies
-    :math:`\pi_c = n_c/n` at every input: the baseline any classifier of these labels should beat.
+    π_c = n_c/n at every input: the baseline any classifier of these labels should beat.
 
     Parameters
     ----------
     t : array_like (n,) of int
-        Classes :math:`c_i`, codes 0..C−1.
+        Classes c_i, codes 0..C−1.
     n_classes : int, optional
         C (default ``max(t) + 1``).
 
     Returns
     -------
     float
-        :math:`\frac1n\sum_i\log\pi_{c_i} = \sum_c\pi_c\log\pi_c` (at most 0).
+        (1/n)∑_i log π_(c_i) = ∑_c π_c log π_c (at most 0).
     """
     t, n_classes = check_class_codes(t, len(np.atleast_1d(t)), n_classes, require_all=False)
     shares = np.bincount(t, minlength=n_classes) / len(t)

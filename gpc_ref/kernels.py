@@ -2,16 +2,16 @@ r"""The squared-exponential ARD covariance function, in every paper's clothes.
 
 Notation (book symbol ← code name):
 
-=====================  ==========================  ===========================================
-book                   code                        papers
-=====================  ==========================  ===========================================
-:math:`\sigma_f^2`     ``variance``                W&B :math:`v_0`, G&M :math:`\theta_1`, K&G :math:`v_0`, G&R :math:`s`
-:math:`\ell_d`         ``lengthscale[d]``          W&B :math:`w_l = 1/\ell_l^2`, G&M :math:`r_l`, K&G :math:`l_m = 1/\ell_m^2`,
-                                                   G&R :math:`\varphi_d = 1/(2\ell_d^2)` (no ½ in their kernel)
-:math:`\sigma_b^2`     ``bias``                    W&B :math:`v_1`, G&M :math:`\theta_2`, K&G :math:`v_1`
-:math:`\sigma_j^2`     ``jitter``                  G&M :math:`J`, K&G latent noise :math:`v_2`
-:math:`\theta`         ``theta``                   log of the learnable parameters, in the order below
-=====================  ==========================  ===========================================
+====  ==================  ===================================================
+book  code                papers
+====  ==================  ===================================================
+σ_f²  ``variance``        W&B v_0, G&M θ_1, K&G v_0, G&R s
+ℓ_d   ``lengthscale[d]``  W&B w_l = 1/ℓ_l², G&M r_l, K&G l_m = 1/ℓ_m²,
+                          G&R φ_d = 1/(2ℓ_d²) (no ½ in their kernel)
+σ_b²  ``bias``            W&B v_1, G&M θ_2, K&G v_1
+σ_j²  ``jitter``          G&M J, K&G latent noise v_2
+θ     ``theta``           log of the learnable parameters, in the order below
+====  ==================  ===================================================
 
 .. math::
 
@@ -27,7 +27,7 @@ covariance ``K(X, Z)`` never contains it.
 ``[log variance, log lengthscale_1, ..., log lengthscale_D, (log bias), (log jitter)]``.
 A bias of exactly zero means "no bias term" and is not learnable; the jitter is
 held fixed unless ``learn_jitter=True`` (Kim & Ghahramani learn their latent
-noise :math:`v_2`, the others keep it as a small numerical constant).
+noise v_2, the others keep it as a small numerical constant).
 
 References
 ----------
@@ -58,17 +58,17 @@ class SEKernel:
     Parameters
     ----------
     variance : float
-        Signal variance :math:`\\sigma_f^2 > 0`.
+        Signal variance σ_f² > 0.
     lengthscale : float or array of shape (D,)
         One lengthscale shared by all inputs, or one per input dimension (ARD).
     bias : float
-        Constant added to every covariance, :math:`\\sigma_b^2 \\ge 0`.
+        Constant added to every covariance, σ_b² ≥ 0.
     jitter : float
-        Added to the diagonal of ``K(X)``, :math:`\\sigma_j^2 \\ge 0`.
+        Added to the diagonal of ``K(X)``, σ_j² ≥ 0.
     learn_bias : bool or None
         Whether ``log bias`` is part of ``theta``. ``None`` means "yes if bias > 0".
     learn_jitter : bool
-        Whether ``log jitter`` is part of ``theta`` (K&G's latent noise :math:`v_2`).
+        Whether ``log jitter`` is part of ``theta`` (K&G's latent noise v_2).
 
     Examples
     --------
@@ -312,7 +312,7 @@ class SEKernel:
     def gradients(self, X: ArrayLike) -> np.ndarray:
         """∂K(X)/∂θ_j for every log-parameter θ_j, as an array of shape (P, n, n).
 
-        With :math:`K_{se} = \\sigma_f^2 \\exp(-\\tfrac12 r^2)`:
+        With K_se = σ_f² exp(-½ r²):
         ∂K/∂log σ_f² = K_se; ∂K/∂log ℓ_d = K_se (x_d − x'_d)²/ℓ_d² (summed over d
         for a shared lengthscale); ∂K/∂log σ_b² = σ_b²; ∂K/∂log σ_j² = σ_j² I.
 
@@ -345,23 +345,23 @@ class SEKernel:
         return np.stack(grads)
 
     def gradient_traces(self, X: ArrayLike, Q: ArrayLike) -> np.ndarray:
-        r"""All :math:`\operatorname{tr}(Q\,\partial K/\partial\theta_j)` for a symmetric ``Q``, in the order of :attr:`theta`.
+        r"""All tr(Q ∂K/∂θ_j) for a symmetric ``Q``, in the order of :attr:`theta`.
 
         Equal to ``np.einsum("ij,pij->p", Q, self.gradients(X))`` (tested) but without forming the P
-        derivative matrices: with :math:`K_{se}` the squared-exponential part and :math:`G = Q\circ K_{se}`,
+        derivative matrices: with K_se the squared-exponential part and G = Q∘K_se,
 
-        - :math:`\partial/\partial\log\sigma_f^2`: :math:`\sum_{ab}G_{ab}`;
-        - :math:`\partial/\partial\log\ell_d`: :math:`\sum_{ab}G_{ab}(x_{ad}-x_{bd})^2/\ell_d^2
-          = 2\,(\mathbf g^T\mathbf x_d^{\circ 2} - \mathbf x_d^TG\mathbf x_d)/\ell_d^2`, :math:`\mathbf g = G\mathbf 1`
+        - ∂/∂log σ_f²: ∑_ab G_ab;
+        - ∂/∂log ℓ_d: ∑_ab G_ab(x_ad-x_bd)²/ℓ_d²
+          = 2 (gᵀ(x_d∘x_d) - x_dᵀGx_d)/ℓ_d², g = G1, the row sums of G
           (summed over d for a shared lengthscale);
-        - bias: :math:`\sigma_b^2\sum_{ab}Q_{ab}`; jitter: :math:`\sigma_j^2\operatorname{tr}Q`.
+        - bias: σ_b²∑_ab Q_ab; jitter: σ_j² tr Q.
 
-        The cost is :math:`O(n^2D)` time and :math:`O(n^2)` memory instead of :math:`O(n^2P)` for the stack.
+        The cost is O(n²D) time and O(n²) memory instead of O(n²P) for the stack.
 
         Parameters
         ----------
         X : array-like (n, D) or (n,)
-            The inputs of :math:`K`.
+            The inputs of K.
         Q : array-like (n, n)
             A symmetric matrix.
 

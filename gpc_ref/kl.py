@@ -1,50 +1,50 @@
-r"""The KL method: the Gaussian :math:`q(\mathbf f)` that maximises the evidence lower bound (Opper & Archambeau 2009).
+r"""The KL method: the Gaussian q(f) that maximises the evidence lower bound (Opper & Archambeau 2009).
 
-For a GP prior :math:`p(\mathbf f) = N(\mathbf 0, K)` and a factorising likelihood, every Gaussian
-:math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)` gives a lower bound on the log evidence (Jensen's inequality),
+For a GP prior p(f) = N(0, K) and a factorising likelihood, every Gaussian
+q(f) = N(μ, Σ) gives a lower bound on the log evidence (Jensen's inequality),
 
 .. math:: \log Z \ge \mathcal L(\boldsymbol\mu, \Sigma) = \sum_i E_{N(f_i\mid \mu_i, \Sigma_{ii})}\bigl[\log p(y_i\mid f_i)\bigr]
           - \operatorname{KL}\bigl(N(\boldsymbol\mu, \Sigma)\,\|\,N(\mathbf 0, K)\bigr),
 
-and :math:`\log Z - \mathcal L = \operatorname{KL}(q\,\|\,p(\mathbf f\mid\mathbf y))`, hence the name. The
-KL method maximises :math:`\mathcal L` over the mean *and the full covariance*. At a stationary point
-:math:`\Sigma^{-1} = K^{-1} + \Lambda` with :math:`\Lambda = \operatorname{diag}(\boldsymbol\lambda)`,
-:math:`\lambda_i = -2\,\partial\bar E_i/\partial\Sigma_{ii}`, and :math:`\boldsymbol\mu = K\boldsymbol\alpha` with
-:math:`\alpha_i = \partial\bar E_i/\partial\mu_i` (Opper & Archambeau's 2n-parameter form, derived in the
-book's KL chapter), so :math:`q` is written like EP's posterior, with *sites*
-:math:`\exp(\nu_if_i - \tfrac12\lambda_if_i^2)`: :math:`\Sigma = (K^{-1} + \Lambda)^{-1}`,
-:math:`\boldsymbol\mu = \Sigma\boldsymbol\nu`. Every quantity is computed from the Cholesky factor of
-:math:`B = I + \Lambda^{1/2}K\Lambda^{1/2}` (GPML §3.4's stable form), never from :math:`K^{-1}`.
+and log Z - ℒ = KL(q ‖ p(f | y)), hence the name. The
+KL method maximises ℒ over the mean *and the full covariance*. At a stationary point
+Σ⁻¹ = K⁻¹ + Λ with Λ = diag(λ),
+λ_i = -2 ∂Ē_i/∂Σ_ii, and μ = Kα with
+α_i = ∂Ē_i/∂μ_i (Opper & Archambeau's 2n-parameter form, derived in the
+book's KL chapter), so q is written like EP's posterior, with *sites*
+exp(ν_i f_i - ½λ_i f_i²): Σ = (K⁻¹ + Λ)⁻¹,
+μ = Σν. Every quantity is computed from the Cholesky factor of
+B = I + Λ^½KΛ^½ (GPML §3.4's stable form), never from K⁻¹.
 
 The sites are fitted by natural-gradient steps (Khan & Lin 2017): the step of length one sets
-:math:`\boldsymbol\lambda \leftarrow \hat{\boldsymbol\lambda}` and
-:math:`\boldsymbol\nu \leftarrow \boldsymbol\rho + \hat\Lambda\boldsymbol\mu` from the expectations under the
-current :math:`q`, which is Newton's step in :math:`\boldsymbol\mu` together with the fixed-point step in
-:math:`\boldsymbol\lambda`; a step that lowers :math:`\mathcal L` is halved. The iteration stops when the
-gradient of :math:`\mathcal L` in :math:`(\boldsymbol\mu, \Sigma)` is small, and only then says ``converged``.
+λ ← λ̂ and
+ν ← ρ + Λ̂μ from the expectations under the
+current q, which is Newton's step in μ together with the fixed-point step in
+λ; a step that lowers ℒ is halved. The iteration stops when the
+gradient of ℒ in (μ, Σ) is small, and only then says ``converged``.
 
 Notation (book symbol ← code name):
 
-- :math:`y_i \in \{-1, +1\}` ← ``y``; :math:`K` ← ``K`` (jitter included); :math:`\ell(z) = \log p(y\mid f)`
-  at the margin :math:`z = yf` ← ``likelihood.log_link``.
-- :math:`\boldsymbol\mu, \Sigma` ← ``mean``, :func:`kl_covariance`; :math:`\Sigma_{ii}` ← ``var``.
-- :math:`\bar E_i = E_q[\log p(y_i\mid f_i)]` ← ``expected``; :math:`\rho_i = \partial\bar E_i/\partial\mu_i`
-  ← ``rho``; :math:`\hat\lambda_i = -2\,\partial\bar E_i/\partial\Sigma_{ii}` ← ``lam_hat``.
-- :math:`\boldsymbol\lambda, \boldsymbol\nu` ← ``lam, nu``: the site precisions and precision-means;
-  :math:`\boldsymbol\alpha = K^{-1}\boldsymbol\mu` ← ``alpha``.
-- :math:`B = I + \Lambda^{1/2}K\Lambda^{1/2} = LL^\top` ← ``L``; :math:`R = \Lambda^{1/2}B^{-1}\Lambda^{1/2}
-  = (K + \Lambda^{-1})^{-1}`.
-- :math:`\mathcal L` ← ``log_bound``; its gradient in :math:`\boldsymbol\mu` ← ``gradient_mean``
-  :math:`= \boldsymbol\rho - \boldsymbol\alpha`, in the diagonal of :math:`\Sigma` ← ``gradient_var``
-  :math:`= \tfrac12(\boldsymbol\lambda - \hat{\boldsymbol\lambda})` (the whole matrix gradient is diagonal
-  on the family :math:`\Sigma = (K^{-1} + \Lambda)^{-1}`).
+- y_i ∈ {-1, +1} ← ``y``; K ← ``K`` (jitter included); ℓ(z) = log p(y | f)
+  at the margin z = yf ← ``likelihood.log_link``.
+- μ, Σ ← ``mean``, :func:`kl_covariance`; Σ_ii ← ``var``.
+- Ē_i = E_q[log p(y_i | f_i)] ← ``expected``; ρ_i = ∂Ē_i/∂μ_i
+  ← ``rho``; λ̂_i = -2 ∂Ē_i/∂Σ_ii ← ``lam_hat``.
+- λ, ν ← ``lam, nu``: the site precisions and precision-means;
+  α = K⁻¹μ ← ``alpha``.
+- B = I + Λ^½KΛ^½ = LLᵀ ← ``L``; R = Λ^½B⁻¹Λ^½
+  = (K + Λ⁻¹)⁻¹.
+- ℒ ← ``log_bound``; its gradient in μ ← ``gradient_mean``
+  = ρ - α, in the diagonal of Σ ← ``gradient_var``
+  = ½(λ - λ̂) (the whole matrix gradient is diagonal
+  on the family Σ = (K⁻¹ + Λ)⁻¹).
 
 References
 ----------
 - [OA09] Opper & Archambeau (2009), *The variational Gaussian approximation revisited*, Neural
   Computation 21(3): the bound, its gradients, and the 2n-parameter form of the optimum.
 - [CB13] Challis & Barber (2013), *Gaussian Kullback-Leibler approximate inference*, JMLR 14: the
-  bound is concave in :math:`(\boldsymbol\mu, C)`, :math:`\Sigma = CC^\top`, for log-concave likelihoods.
+  bound is concave in (μ, C), Σ = CCᵀ, for log-concave likelihoods.
 - [NR08] Nickisch & Rasmussen (2008), *Approximations for binary Gaussian process classification*,
   JMLR 9, §3.5: the KL method among the approximations compared.
 - [KL17] Khan & Lin (2017), *Conjugate-computation variational inference*, AISTATS: natural-gradient
@@ -179,28 +179,28 @@ def _expectations(likelihood, y, mean, var, n_nodes):
 # ===================================================================== the bound at given parameters
 @dataclass(frozen=True)
 class KLBound:
-    r"""The bound :math:`\mathcal L` at :math:`q = N(K\boldsymbol\alpha, (K^{-1}+\Lambda)^{-1})` and its gradients.
+    r"""The bound ℒ at q = N(Kα, (K⁻¹+Λ)⁻¹) and its gradients.
 
     Attributes
     ----------
     log_bound : float
-        :math:`\mathcal L = \sum_i\bar E_i - \operatorname{KL}(q\,\|\,p)`.
+        ℒ = ∑_i Ē_i - KL(q ‖ p).
     expected_log_lik, kl : float
         Its two parts.
     mean, var : ndarray (n,)
-        :math:`\boldsymbol\mu = K\boldsymbol\alpha` and :math:`\operatorname{diag}\Sigma`.
+        μ = Kα and diag Σ.
     rho, lam_hat : ndarray (n,)
-        :math:`\partial\bar E_i/\partial\mu_i` and :math:`-2\,\partial\bar E_i/\partial\Sigma_{ii}`.
+        ∂Ē_i/∂μ_i and -2 ∂Ē_i/∂Σ_ii.
     gradient_mean : ndarray (n,)
-        :math:`\partial\mathcal L/\partial\boldsymbol\mu = \boldsymbol\rho - \boldsymbol\alpha`.
+        ∂ℒ/∂μ = ρ - α.
     gradient_var : ndarray (n,)
-        The diagonal of :math:`\partial\mathcal L/\partial\Sigma = \tfrac12(\Lambda - \hat\Lambda)` (its
+        The diagonal of ∂ℒ/∂Σ = ½(Λ - Λ̂) (its
         off-diagonal entries are zero on this family).
     gradient_alpha : ndarray (n,)
-        :math:`\partial\mathcal L/\partial\boldsymbol\alpha = K(\boldsymbol\rho - \boldsymbol\alpha)`.
+        ∂ℒ/∂α = K(ρ - α).
     gradient_lam : ndarray (n,) or None
-        :math:`\partial\mathcal L/\partial\boldsymbol\lambda = -\tfrac12(\Sigma\circ\Sigma)(\boldsymbol\lambda - \hat{\boldsymbol\lambda})`
-        (None unless asked for: it needs all of :math:`\Sigma`).
+        ∂ℒ/∂λ = -½(Σ∘Σ)(λ - λ̂)
+        (None unless asked for: it needs all of Σ).
     """
 
     log_bound: float
@@ -219,19 +219,19 @@ class KLBound:
 def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
              likelihood: LogisticLikelihood | ProbitLikelihood | str | None = None, n_nodes: int = 64,
              gradient_lam: bool = False) -> KLBound:  # fmt: skip
-    r"""The evidence lower bound at :math:`\boldsymbol\mu = K\boldsymbol\alpha`, :math:`\Sigma = (K^{-1}+\Lambda)^{-1}`, with gradients.
+    r"""The evidence lower bound at μ = Kα, Σ = (K⁻¹+Λ)⁻¹, with gradients.
 
     .. math::
         \mathcal L = \sum_i \bar E_i(\mu_i, \Sigma_{ii})
         - \tfrac12\bigl[\operatorname{tr}B^{-1} + \boldsymbol\alpha^\top K\boldsymbol\alpha - n + \log|B|\bigr],
 
-    the KL divergence written with :math:`\operatorname{tr}(K^{-1}\Sigma) = \operatorname{tr}B^{-1}` and
-    :math:`\log|K| - \log|\Sigma| = \log|B|` (the book derives both). Gradients: [OA09]'s
-    :math:`\partial\mathcal L/\partial\boldsymbol\mu = \boldsymbol\rho - K^{-1}\boldsymbol\mu` and
-    :math:`\partial\mathcal L/\partial\Sigma = \operatorname{diag}(\partial\bar E/\partial\operatorname{diag}\Sigma) + \tfrac12 \Sigma^{-1}
-    - \tfrac12 K^{-1} = \tfrac12(\Lambda - \hat\Lambda)` on this family; by the chain rule
-    :math:`\partial\mathcal L/\partial\boldsymbol\alpha = K(\boldsymbol\rho - \boldsymbol\alpha)` and
-    :math:`\partial\mathcal L/\partial\lambda_j = -\tfrac12\sum_i \Sigma_{ij}^2(\lambda_i - \hat\lambda_i)`.
+    the KL divergence written with tr(K⁻¹Σ) = tr B⁻¹ and
+    log|K| - log|Σ| = log|B| (the book derives both). Gradients: [OA09]'s
+    ∂ℒ/∂μ = ρ - K⁻¹μ and
+    ∂ℒ/∂Σ = diag(∂Ē/∂diag Σ) + ½ Σ⁻¹
+    - ½ K⁻¹ = ½(Λ - Λ̂) on this family; by the chain rule
+    ∂ℒ/∂α = K(ρ - α) and
+    ∂ℒ/∂λ_j = -½∑_i Σ_ij²(λ_i - λ̂_i).
 
     Parameters
     ----------
@@ -240,14 +240,14 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
     y : array (n,)
         Labels in {−1, +1} (or {0, 1}).
     alpha : array (n,)
-        :math:`\boldsymbol\alpha = K^{-1}\boldsymbol\mu`.
+        α = K⁻¹μ.
     lam : array (n,)
-        Non-negative site precisions :math:`\boldsymbol\lambda`.
+        Non-negative site precisions λ.
     likelihood : "logistic" (default), "probit", LogisticLikelihood or ProbitLikelihood
     n_nodes : int
         Gauss–Hermite nodes of :func:`~gpc_ref.gaussian_integrals.log_link_expectations`.
     gradient_lam : bool
-        Also compute :math:`\partial\mathcal L/\partial\boldsymbol\lambda` (forms :math:`\Sigma`, :math:`O(n^3)`).
+        Also compute ∂ℒ/∂λ (forms Σ, O(n³)).
 
     Returns
     -------
@@ -282,37 +282,37 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
 # ===================================================================== the KL fit at fixed hyperparameters
 @dataclass(frozen=True)
 class KLResult:
-    r"""The KL approximation :math:`q(\mathbf f) = N(\boldsymbol\mu, \Sigma)`, :math:`\Sigma = (K^{-1}+\Lambda)^{-1}`, at its optimum.
+    r"""The KL approximation q(f) = N(μ, Σ), Σ = (K⁻¹+Λ)⁻¹, at its optimum.
 
     Attributes
     ----------
     mean : ndarray (n,)
-        :math:`\boldsymbol\mu`.
+        μ.
     var : ndarray (n,)
-        :math:`\operatorname{diag}\Sigma` (the whole of :math:`\Sigma`: :func:`kl_covariance`).
+        diag Σ (the whole of Σ: :func:`kl_covariance`).
     alpha : ndarray (n,)
-        :math:`K^{-1}\boldsymbol\mu`; at the optimum :math:`\boldsymbol\alpha = \boldsymbol\rho` ([OA09]).
+        K⁻¹μ; at the optimum α = ρ ([OA09]).
     lam, nu : ndarray (n,)
-        The sites: :math:`\Sigma^{-1} = K^{-1} + \Lambda`, :math:`\boldsymbol\mu = \Sigma\boldsymbol\nu`; at the optimum
-        :math:`\boldsymbol\lambda = \hat{\boldsymbol\lambda}`.
+        The sites: Σ⁻¹ = K⁻¹ + Λ, μ = Σν; at the optimum
+        λ = λ̂.
     L : ndarray (n, n)
-        Lower Cholesky factor of :math:`B = I + \Lambda^{1/2}K\Lambda^{1/2}`.
+        Lower Cholesky factor of B = I + Λ^½KΛ^½.
     log_bound : float
-        :math:`\mathcal L`, a lower bound on :math:`\log Z` (up to the quadrature's error, about 1e-10 per point).
+        ℒ, a lower bound on log Z (up to the quadrature's error, about 1e-10 per point).
     expected_log_lik, kl : float
-        :math:`\sum_i\bar E_i` and :math:`\operatorname{KL}(q\,\|\,p)`.
+        ∑_i Ē_i and KL(q ‖ p).
     rho, lam_hat : ndarray (n,)
-        The expectations' derivatives at the returned :math:`q`.
+        The expectations' derivatives at the returned q.
     gradient_norm : float
-        :math:`\max(\|\partial\mathcal L/\partial\boldsymbol\mu\|_\infty, \|\operatorname{diag}\partial\mathcal L/\partial\Sigma\|_\infty)`.
+        max(‖∂ℒ/∂μ‖_∞, ‖diag ∂ℒ/∂Σ‖_∞).
     n_iter : int
         Steps taken (0 when the start already passed the gradient test).
     n_factorisations : int
-        Cholesky factorisations of :math:`B` (one per step tried, plus the first).
+        Cholesky factorisations of B (one per step tried, plus the first).
     converged : bool
         ``gradient_norm`` passed the test of :func:`kl_gaussian`.
     trace : ndarray (n_iter + 1, 3)
-        :math:`\mathcal L`, ``gradient_norm`` and ``n_factorisations`` at the start and after every step.
+        ℒ, ``gradient_norm`` and ``n_factorisations`` at the start and after every step.
     y : ndarray (n,)
     likelihood : LogisticLikelihood or ProbitLikelihood
     """
@@ -341,29 +341,29 @@ class KLResult:
 def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | ProbitLikelihood | str | None = None, *,
                 lam_init: ArrayLike | None = None, nu_init: ArrayLike | None = None, tol: float = 1e-6,
                 max_iter: int = 200, accelerate: bool = True, n_nodes: int = 64, warn: bool = True) -> KLResult:  # fmt: skip
-    r"""The KL method at fixed hyperparameters: maximise :math:`\mathcal L` over Gaussians :math:`q(\mathbf f)`.
+    r"""The KL method at fixed hyperparameters: maximise ℒ over Gaussians q(f).
 
     Natural-gradient ascent in the sites (book's algorithm box; [KL17]). From the current
-    :math:`q` compute, at every point, :math:`\boldsymbol\rho = \partial\bar E/\partial\boldsymbol\mu` and
-    :math:`\hat{\boldsymbol\lambda} = -2\,\partial\bar E/\partial\operatorname{diag}\Sigma`
-    (:func:`~gpc_ref.gaussian_integrals.log_link_expectations`); then, with step :math:`\beta`,
+    q compute, at every point, ρ = ∂Ē/∂μ and
+    λ̂ = -2 ∂Ē/∂diag Σ
+    (:func:`~gpc_ref.gaussian_integrals.log_link_expectations`); then, with step β,
 
     .. math:: \boldsymbol\lambda \leftarrow (1-\beta)\boldsymbol\lambda + \beta\hat{\boldsymbol\lambda}, \qquad
               \boldsymbol\nu \leftarrow (1-\beta)\boldsymbol\nu + \beta(\boldsymbol\rho + \hat\Lambda\boldsymbol\mu),
 
-    and refactorise :math:`B`. With :math:`\beta = 1` the mean moves by Newton's step on
-    :math:`\sum_i\bar E_i - \tfrac12\boldsymbol\mu^\top K^{-1}\boldsymbol\mu` at fixed :math:`\Sigma` and the precisions by
-    [OA09]'s fixed point :math:`\boldsymbol\lambda = \hat{\boldsymbol\lambda}`. The natural gradient is an
-    ascent direction, so a step that lowers :math:`\mathcal L` is halved until it does not (and the next
+    and refactorise B. With β = 1 the mean moves by Newton's step on
+    ∑_i Ē_i - ½μᵀ K⁻¹μ at fixed Σ and the precisions by
+    [OA09]'s fixed point λ = λ̂. The natural gradient is an
+    ascent direction, so a step that lowers ℒ is halved until it does not (and the next
     step may be 1.25 times longer, at most 1).
 
     Where the prior variance is large the fixed point converges slowly (the marginal variances of
     many correlated points respond to every precision). Each step therefore first tries Anderson's
-    extrapolation [WN11] from the last five steps, and keeps it only if it raises :math:`\mathcal L`; it
+    extrapolation [WN11] from the last five steps, and keeps it only if it raises ℒ; it
     changes the path, never the fixed point, and is checked by the same bound.
 
-    Convergence: the gradient of :math:`\mathcal L` in :math:`(\boldsymbol\mu, \Sigma)`,
-    :math:`(\boldsymbol\rho - \boldsymbol\alpha, \tfrac12(\boldsymbol\lambda - \hat{\boldsymbol\lambda}))`,
+    Convergence: the gradient of ℒ in (μ, Σ),
+    (ρ - α, ½(λ - λ̂)),
     has no component larger than ``tol`` in magnitude. Otherwise, after ``max_iter`` steps, a
     :class:`ConvergenceWarning` names the count.
 
@@ -375,7 +375,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
         Labels in {−1, +1} (or {0, 1}).
     likelihood : "logistic" (default), "probit", LogisticLikelihood or ProbitLikelihood
     lam_init, nu_init : array (n,), optional
-        Starting sites (a warm start, e.g. from nearby hyperparameters); default 0, i.e. :math:`q` = prior.
+        Starting sites (a warm start, e.g. from nearby hyperparameters); default 0, i.e. q = prior.
     tol : float
         Largest gradient component that counts as converged.
     max_iter : int
@@ -468,19 +468,19 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
 
 
 def kl_covariance(result: KLResult, K: ArrayLike) -> np.ndarray:
-    r"""The whole posterior covariance :math:`\Sigma = (K^{-1} + \Lambda)^{-1} = K - A^\top A`, :math:`A = L^{-1}\Lambda^{1/2}K`.
+    r"""The whole posterior covariance Σ = (K⁻¹ + Λ)⁻¹ = K - Aᵀ A, A = L⁻¹Λ^½K.
 
     Parameters
     ----------
     result : KLResult
-        A fit (or any object with the sites ``lam`` and the factor ``L`` of :math:`B`).
+        A fit (or any object with the sites ``lam`` and the factor ``L`` of B).
     K : ndarray (n, n)
         The prior covariance it was fitted with.
 
     Returns
     -------
     ndarray (n, n)
-        :math:`\Sigma`, symmetric.
+        Σ, symmetric.
     """
     K = check_covariance(K, "K", n_points=result.lam.shape[0])
     # GPML Alg. 3.2's form: Σ = K − K Λ½ B⁻¹ Λ½ K
@@ -492,11 +492,11 @@ def kl_covariance(result: KLResult, K: ArrayLike) -> np.ndarray:
 # ===================================================================== hyperparameters
 def kl_evidence_gradient(result: KLResult, *, dK: ArrayLike | None = None, kernel: SEKernel | None = None,
                          X: ArrayLike | None = None) -> np.ndarray:  # fmt: skip
-    r"""Gradient of the maximised bound :math:`\mathcal L^*(\boldsymbol\theta)` in the kernel's log-parameters.
+    r"""Gradient of the maximised bound ℒ*(θ) in the kernel's log-parameters.
 
-    At the maximum over :math:`(\boldsymbol\mu, \Sigma)` only the explicit dependence through the prior counts
-    (the envelope theorem), and differentiating :math:`-\operatorname{KL}(q\,\|\,N(\mathbf 0, K))` at fixed
-    :math:`(\boldsymbol\mu, \Sigma)` gives
+    At the maximum over (μ, Σ) only the explicit dependence through the prior counts
+    (the envelope theorem), and differentiating -KL(q ‖ N(0, K)) at fixed
+    (μ, Σ) gives
 
     .. math:: \frac{\partial\mathcal L^*}{\partial\theta_j} = \tfrac12\boldsymbol\alpha^\top\partial_jK\,\boldsymbol\alpha
               - \tfrac12\operatorname{tr}(R\,\partial_jK), \qquad R = K^{-1} - K^{-1}\Sigma K^{-1} = \Lambda^{1/2}B^{-1}\Lambda^{1/2},
@@ -509,7 +509,7 @@ def kl_evidence_gradient(result: KLResult, *, dK: ArrayLike | None = None, kerne
     result : KLResult
         A converged fit at the kernel's parameters.
     dK : array (P, n, n), optional
-        :math:`\partial K/\partial\theta_j`, e.g. ``kernel.gradients(X)``.
+        ∂K/∂θ_j, e.g. ``kernel.gradients(X)``.
     kernel : SEKernel, optional
     X : array (n, D), optional
         Instead of ``dK``: the kernel and training inputs (:meth:`SEKernel.gradient_traces`).
@@ -544,7 +544,7 @@ def kl_log_bound(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                  likelihood: LogisticLikelihood | ProbitLikelihood | str | None = None,
                  lam_init: ArrayLike | None = None, nu_init: ArrayLike | None = None, tol: float = 1e-8,
                  max_iter: int = 200, n_nodes: int = 64) -> KLEvidence:  # fmt: skip
-    r""":math:`\mathcal L^*(\boldsymbol\theta) = \max_q\mathcal L` at ``kernel`` and its gradient in ``kernel.theta``.
+    r"""ℒ*(θ) = max_q ℒ at ``kernel`` and its gradient in ``kernel.theta``.
 
     Parameters
     ----------
@@ -596,7 +596,7 @@ def maximize_kl_bound(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
                       likelihood: LogisticLikelihood | ProbitLikelihood | str | None = None,
                       fixed: Sequence[str] = (), n_restarts: int = 0, rng: np.random.Generator | int | None = None,
                       max_iter: int = 200, tol: float = 1e-5, progress: bool = False) -> KLFit:  # fmt: skip
-    r"""Learn the kernel by maximising the KL bound :math:`\mathcal L^*(\boldsymbol\theta)` (type-II maximum likelihood on a bound).
+    r"""Learn the kernel by maximising the KL bound ℒ*(θ) (type-II maximum likelihood on a bound).
 
     The search is :func:`gpc_ref.hyperparameters.maximize` over :func:`~gpc_ref.hyperparameters.theta_box`
     with the exact gradient of :func:`kl_evidence_gradient`; each evaluation warm-starts the KL fit
@@ -657,13 +657,13 @@ class KLPrediction:
 
 def kl_predict(result: KLResult, K_star: ArrayLike, k_star_star: ArrayLike, *,
                method: str = "erf_mixture") -> KLPrediction:  # fmt: skip
-    r"""Predictions from the KL posterior (the form of GPML Algorithm 3.2 with :math:`W = \Lambda`).
+    r"""Predictions from the KL posterior (the form of GPML Algorithm 3.2 with W = Λ).
 
     .. math:: \mu_* = \mathbf k_*^\top\boldsymbol\alpha, \qquad
               s_*^2 = k_{**} - \mathbf k_*^\top(K + \Lambda^{-1})^{-1}\mathbf k_* = k_{**} - \|L^{-1}\Lambda^{1/2}\mathbf k_*\|^2,
 
-    and :math:`P(y_* = +1) = \int p(+1\mid f_*)N(f_*\mid\mu_*, s_*^2)\,df_*`: exactly
-    :math:`\Phi(\mu_*/\sqrt{1 + s_*^2})` for the probit, by the rule ``method`` of
+    and P(y_∗ = +1) = ∫ p(+1 | f_∗)N(f_∗ | μ_∗, s_∗²) df_∗: exactly
+    Φ(μ_∗/√(1 + s_∗²)) for the probit, by the rule ``method`` of
     :data:`~gpc_ref.likelihoods.SIGMOID_PREDICTIONS` for the logistic.
 
     Parameters

@@ -1,32 +1,32 @@
 r"""The binary Laplace approximation for GP classification (Williams & Barber).
 
-The posterior over the latent values :math:`p(\mathbf f|\mathbf y) \propto p(\mathbf y|\mathbf f)
-N(\mathbf f|0, K)` is replaced by the Gaussian centred at its mode with the curvature of its log
-there, :math:`q(\mathbf f|\mathbf y) = N(\hat{\mathbf f}, (K^{-1} + W)^{-1})`. The mode is found
+The posterior over the latent values p(f|y) ∝ p(y|f)
+N(f|0, K) is replaced by the Gaussian centred at its mode with the curvature of its log
+there, q(f|y) = N(f̂, (K⁻¹ + W)⁻¹). The mode is found
 by Newton's method (W&B 1997 eq 7) written in the numerically stable form of GPML Algorithm 3.1,
-which factorises only :math:`B = I + W^{1/2} K W^{1/2}` (eigenvalues ≥ 1) and never :math:`K`.
+which factorises only B = I + W^½ K W^½ (eigenvalues ≥ 1) and never K.
 
 Notation, binary section (book symbol ← code name; W&B 1997's own symbol after "W&B"):
 
-- :math:`y_i \in \{-1, +1\}` ← ``y``: class label; W&B use :math:`t_i = (y_i+1)/2 \in \{0, 1\}` ← ``t``.
-- :math:`f_i` ← ``f``: latent value at :math:`x_i` (W&B's *activation* :math:`y_i`);
-  :math:`\hat{\mathbf f}` ← ``mode.f``: the posterior mode (W&B's :math:`\hat{\mathbf y}`).
-- :math:`\pi_i = \sigma(f_i)` ← ``pi``: probability of class +1 at the latent value.
-- :math:`K` ← ``K``: prior covariance of :math:`\mathbf f` (jitter included); :math:`\theta` ← ``theta``:
-  log kernel parameters (``SEKernel.theta``). W&B's :math:`\theta = \log(v_0, w_1, \dots, w_d)` with
-  :math:`v_0 = \sigma_f^2` and :math:`w_l = 1/\ell_l^2`.
-- :math:`W = -\nabla\nabla\log p(\mathbf y|\mathbf f)` ← ``W``, stored as its diagonal (logistic:
-  :math:`\pi_i(1-\pi_i)`, W&B's :math:`W`); :math:`W^{1/2}` ← ``sqrt_W``.
-- :math:`B = I + W^{1/2}KW^{1/2}` ← ``B``, with lower Cholesky factor ``L``.
-- :math:`\mathbf a = K^{-1}\mathbf f` ← ``a``; at the mode :math:`\mathbf a = \nabla\log p(\mathbf y|\hat{\mathbf f})
-  = \mathbf t - \hat{\boldsymbol\pi}` (logistic) ← ``grad_log_lik``.
-- :math:`\Psi(\mathbf f) = \log p(\mathbf y|\mathbf f) - \tfrac12\mathbf f^TK^{-1}\mathbf f` ← ``psi``
-  (W&B's :math:`\Psi`, eq 3, without its constants).
-- :math:`\log q(\mathbf y|X,\theta)` ← ``log_evidence``: the approximate log evidence (W&B eq 10,
-  their :math:`\log P_a(\mathbf t|\theta)`).
-- :math:`\mathbf k_* = K(X, x_*)` ← ``K_star``; :math:`\mu_*, s_*^2` ← ``mean, var``: latent predictive
-  mean and variance (W&B's :math:`\hat y_*` and var :math:`y_*`).
-- W&B's log-hyperparameters :math:`\phi = A\theta` and their N(−3, 3²) priors: :mod:`gpc_ref.hyperparameters`.
+- y_i ∈ {-1, +1} ← ``y``: class label; W&B use t_i = (y_i+1)/2 ∈ {0, 1} ← ``t``.
+- f_i ← ``f``: latent value at x_i (W&B's *activation* y_i);
+  f̂ ← ``mode.f``: the posterior mode (W&B's ŷ).
+- π_i = σ(f_i) ← ``pi``: probability of class +1 at the latent value.
+- K ← ``K``: prior covariance of f (jitter included); θ ← ``theta``:
+  log kernel parameters (``SEKernel.theta``). W&B's θ = log(v_0, w_1, …, w_d) with
+  v_0 = σ_f² and w_l = 1/ℓ_l².
+- W = -∇∇log p(y|f) ← ``W``, stored as its diagonal (logistic:
+  π_i(1-π_i), W&B's W); W^½ ← ``sqrt_W``.
+- B = I + W^½KW^½ ← ``B``, with lower Cholesky factor ``L``.
+- a = K⁻¹f ← ``a``; at the mode a = ∇log p(y|f̂)
+  = t - π̂ (logistic) ← ``grad_log_lik``.
+- Ψ(f) = log p(y|f) - ½fᵀK⁻¹f ← ``psi``
+  (W&B's Ψ, eq 3, without its constants).
+- log q(y|X,θ) ← ``log_evidence``: the approximate log evidence (W&B eq 10,
+  their log P_a(t|θ)).
+- k_∗ = K(X, x_∗) ← ``K_star``; μ_∗, s_∗² ← ``mean, var``: latent predictive
+  mean and variance (W&B's ŷ_∗ and var y_∗).
+- W&B's log-hyperparameters ϕ = Aθ and their N(−3, 3²) priors: :mod:`gpc_ref.hyperparameters`.
 
 The multi-class (softmax) Laplace approximation is in :mod:`gpc_ref.laplace_multiclass`.
 
@@ -132,36 +132,36 @@ def _noise_matrix(likelihood, y, f):
 
 @dataclass(frozen=True)
 class LaplaceMode:
-    r"""The binary Laplace approximation :math:`q(\mathbf f|\mathbf y) = N(\hat{\mathbf f}, (K^{-1}+W)^{-1})`.
+    r"""The binary Laplace approximation q(f|y) = N(f̂, (K⁻¹+W)⁻¹).
 
     Attributes
     ----------
     f : ndarray (n,)
-        The posterior mode :math:`\hat{\mathbf f}` (W&B's :math:`\hat{\mathbf y}`).
+        The posterior mode f̂ (W&B's ŷ).
     W : ndarray (n,)
-        Diagonal of :math:`W = -\nabla\nabla\log p(\mathbf y|\hat{\mathbf f})`; logistic:
-        :math:`\hat\pi_i(1-\hat\pi_i)`.
+        Diagonal of W = -∇∇log p(y|f̂); logistic:
+        π̂_i(1-π̂_i).
     L : ndarray (n, n)
-        Lower Cholesky factor of :math:`B = I + W^{1/2}KW^{1/2}` at the mode.
+        Lower Cholesky factor of B = I + W^½KW^½ at the mode.
     a : ndarray (n,)
-        :math:`K^{-1}\hat{\mathbf f}` as produced by the last Newton step (so ``f = K @ a`` holds
-        exactly); at convergence it equals :math:`\nabla\log p(\mathbf y|\hat{\mathbf f})`.
+        K⁻¹f̂ as produced by the last Newton step (so ``f = K @ a`` holds
+        exactly); at convergence it equals ∇log p(y|f̂).
     log_evidence : float
-        Approximate log evidence :math:`\log q(\mathbf y|X,\theta)` (W&B 1997 eq 10, GPML eq 3.32).
+        Approximate log evidence log q(y|X,θ) (W&B 1997 eq 10, GPML eq 3.32).
     n_iter : int
         Newton steps taken.
     converged : bool
         Whether the convergence rule was met within ``max_iter`` steps.
     grad_log_lik : ndarray (n,)
-        :math:`\nabla\log p(\mathbf y|\hat{\mathbf f})`; logistic: :math:`\mathbf t - \hat{\boldsymbol\pi}`.
+        ∇log p(y|f̂); logistic: t - π̂.
     log_lik : float
-        :math:`\log p(\mathbf y|\hat{\mathbf f})`.
+        log p(y|f̂).
     y : ndarray (n,)
         The labels in {−1, +1}.
     likelihood : object
         The likelihood used (``LogisticLikelihood`` by default).
     gradient_norm : float
-        Largest component of :math:`\nabla\Psi(\hat{\mathbf f})` when Newton stopped.
+        Largest component of ∇Ψ(f̂) when Newton stopped.
     """
 
     f: np.ndarray
@@ -404,15 +404,15 @@ def laplace_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
 def laplace_predict_latent(
     mode: LaplaceMode, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of the Gaussian latent predictive :math:`q(f_*|\mathbf y)` at ``X_test``.
+    r"""Mean and variance of the Gaussian latent predictive q(f_∗|y) at ``X_test``.
 
     .. math:: \mu_* = \mathbf k_*^T\nabla\log p(\mathbf y|\hat{\mathbf f}) = \mathbf k_*^T(\mathbf t - \hat{\boldsymbol\pi}),
               \qquad s_*^2 = k_{**} - \mathbf k_*^T(K + W^{-1})^{-1}\mathbf k_* = k_{**} - \mathbf v^T\mathbf v,
               \quad \mathbf v = L^{-1}W^{1/2}\mathbf k_*.
 
-    W&B 1997 §2.1 give :math:`\hat y_* = \mathbf k^TK^{-1}\hat{\mathbf y} = \mathbf k^T(\mathbf t - \hat{\boldsymbol\pi})`
-    and the variance as the (n+1, n+1) element of :math:`(K_+^{-1} + W_+)^{-1}`; the form above is the
-    same number without inverting :math:`K_+` (GPML Algorithm 3.2, eqs 3.21 and 3.24).
+    W&B 1997 §2.1 give ŷ_∗ = kᵀK⁻¹ŷ = kᵀ(t - π̂)
+    and the variance as the (n+1, n+1) element of (K_+⁻¹ + W_+)⁻¹; the form above is the
+    same number without inverting K_+ (GPML Algorithm 3.2, eqs 3.21 and 3.24).
 
     Parameters
     ----------
@@ -428,7 +428,7 @@ def laplace_predict_latent(
     Returns
     -------
     mean, var : ndarrays (m,)
-        :math:`\mu_*` and :math:`s_*^2` at each test input; ``var`` is clipped at 0 against rounding.
+        μ_∗ and s_∗² at each test input; ``var`` is clipped at 0 against rounding.
 
     References
     ----------
@@ -457,17 +457,17 @@ def laplace_predict_proba(
     erf_scales: ArrayLike | None = None,
     erf_coefficients: ArrayLike | None = None,
 ) -> np.ndarray:
-    r"""Class probability :math:`P(y_*=+1) = \int \sigma(f_*)\,N(f_*|\mu_*, s_*^2)\,df_*`.
+    r"""Class probability P(y_∗=+1) = ∫ σ(f_∗) N(f_∗|μ_∗, s_∗²) df_∗.
 
     ``method`` chooses how the logistic is squashed through the Gaussian:
 
     - ``"erf_mixture"``: W&B 1997 §2.1, σ replaced by five scaled normal CDFs, each integrated
       exactly (pass ``erf_scales``/``erf_coefficients`` to use another implementation's constants);
-    - ``"mackay"``: MacKay's probit approximation :math:`\sigma(\mu_*/\sqrt{1+\pi s_*^2/8})` (G&M eq 23);
+    - ``"mackay"``: MacKay's probit approximation σ(μ_∗/√(1+πs_∗²/8)) (G&M eq 23);
     - ``"quadrature"``: 64-node Gauss–Hermite quadrature (GPML eq 3.25 evaluated numerically);
     - ``"exact"``: adaptive quadrature, slow, the reference.
 
-    For the probit likelihood the integral is exact, :math:`\Phi(\mu_*/\sqrt{1+s_*^2})`, whatever
+    For the probit likelihood the integral is exact, Φ(μ_∗/√(1+s_∗²)), whatever
     ``method`` says.
 
     Parameters
@@ -485,7 +485,7 @@ def laplace_predict_proba(
     Returns
     -------
     ndarray (m,)
-        :math:`P(y_* = +1)`.
+        P(y_∗ = +1).
 
     References
     ----------
@@ -520,7 +520,7 @@ class MAPResult:
     kernel : SEKernel
         The kernel at the best optimum found.
     log_posterior : float
-        The maximised objective: :math:`\log q(\mathbf y|X,\theta) + \log p(\phi(\theta))`
+        The maximised objective: log q(y|X,θ) + log p(ϕ(θ))
         (unnormalised; just the log evidence for ML-II).
     log_evidence, log_prior : float
         Its two parts (``log_prior`` is 0 for ML-II).
@@ -639,14 +639,14 @@ def map_hyperparameters(
 ) -> MAPResult:
     r"""Hyperparameters by maximum penalised likelihood (W&B's MPL) or, with ``prior=None``, ML-II.
 
-    Maximises :math:`\log q(\mathbf y|X,\theta) + \log p(\phi(\theta))`: the Laplace approximate
+    Maximises log q(y|X,θ) + log p(ϕ(θ)): the Laplace approximate
     evidence (:func:`laplace_evidence`, exact gradient with the implicit term) plus W&B's
-    :math:`N(\mu_0, s_0^2)` hyperprior on :math:`\phi = A\theta`
+    N(μ_0, s_0²) hyperprior on ϕ = Aθ
     (:func:`gpc_ref.hyperparameters.log_hyperprior`); W&B 1998 §6 call this maximum penalised
     likelihood. ``prior=None`` drops the prior (plain ML-II, as scikit-learn does). The search is
     :func:`gpc_ref.hyperparameters.maximize`: L-BFGS-B in the box :func:`~gpc_ref.hyperparameters.theta_box`, from the
     given kernel and from ``n_restarts`` further starts, either ``restart_from="start"``:
-    :math:`\theta_0 + N(0, \text{restart\_sd}^2)` per free coordinate, or ``"prior"``: drawn from
+    θ_0 + N(0, restart_sd²) per free coordinate, or ``"prior"``: drawn from
     the hyperprior; converged only when its projected gradient is small.
 
     Each evaluation is one of :func:`maximize_laplace_evidence`: Newton warm-started from the

@@ -1,29 +1,29 @@
 r"""The multi-class (softmax) Laplace approximation for GP classification (Williams & Barber 1998 §4).
 
-Each point has :math:`C` latent values, one per class, and the likelihood is the softmax
-:math:`p(c\mid\mathbf f_i) = \pi_i^c = \exp f_i^c/\sum_{c'}\exp f_i^{c'}`. As in the binary case
-(:mod:`gpc_ref.laplace`), the posterior over the :math:`Cn` latent values is replaced by the
+Each point has C latent values, one per class, and the likelihood is the softmax
+p(c | f_i) = π_i^c = exp f_i^c/∑_c' exp f_i^c'. As in the binary case
+(:mod:`gpc_ref.laplace`), the posterior over the Cn latent values is replaced by the
 Gaussian at its mode with the curvature there; Newton's method and the evidence gradient are kept
-at :math:`O(Cn^3)` by the identities of W&B 1998 Appendix C / GPML Algorithm 3.3.
+at O(Cn³) by the identities of W&B 1998 Appendix C / GPML Algorithm 3.3.
 
 Notation (book symbol ← code name). The latent values are kept as an (n, C) array ``F`` whose
-column c is the class-c block :math:`\mathbf f^c`; the stacked class-major vector of W&B 1998 and
+column c is the class-c block f^c; the stacked class-major vector of W&B 1998 and
 GPML §3.5 is ``F.T.ravel()``.
 
-- :math:`f_i^c` ← ``F[i, c]``: latent value of class c at :math:`x_i` (W&B 1998's activation :math:`y_i^c`).
-- :math:`\pi_i^c` ← ``pi[i, c]``: softmax probability (W&B 1998 §4).
-- :math:`t_i^c` ← ``Y[i, c]``: one-of-C target (1 for the class of :math:`x_i`, 0 otherwise).
-- :math:`K_c` ← ``K[c]``: prior covariance of class c (the block-diagonal :math:`K` has these blocks).
-- :math:`D = \operatorname{diag}(\boldsymbol\pi)`, :math:`\Pi`: :math:`D_c = \operatorname{diag}(\boldsymbol\pi^c)`;
-  :math:`\Pi` stacks the :math:`D_c` vertically (:math:`Cn \times n`).
-- :math:`W = D - \Pi\Pi^T`: minus the Hessian of :math:`\log p(\mathbf t|\mathbf f)` (W&B 1998's noise matrix).
-- :math:`B_c` ← ``L[c]`` (its Cholesky factor): :math:`B_c = I + D_c^{1/2}K_cD_c^{1/2}`.
-- :math:`E_c` ← ``E[c]``: :math:`D_c^{1/2}B_c^{-1}D_c^{1/2} = (K_c + D_c^{-1})^{-1}` (GPML eq 3.45 ff.).
-- :math:`M` ← ``M``: lower Cholesky factor of :math:`\sum_c E_c` (GPML Alg. 3.3).
-- :math:`\mathbf a` ← ``a``: :math:`K^{-1}\mathbf f` (:math:`\mathbf f^c = K_c\mathbf a^c`); at the mode
-  :math:`\mathbf a = \mathbf t - \boldsymbol\pi` (W&B 1998 App. C).
-- :math:`\Psi(\mathbf f)` ← ``psi``: :math:`\log p(\mathbf t|\mathbf f) - \tfrac12\mathbf f^TK^{-1}\mathbf f`.
-- :math:`\boldsymbol\mu_*, \Sigma_*` ← ``mean (m, C)``, ``cov (m, C, C)``: latent predictive.
+- f_i^c ← ``F[i, c]``: latent value of class c at x_i (W&B 1998's activation y_i^c).
+- π_i^c ← ``pi[i, c]``: softmax probability (W&B 1998 §4).
+- t_i^c ← ``Y[i, c]``: one-of-C target (1 for the class of x_i, 0 otherwise).
+- K_c ← ``K[c]``: prior covariance of class c (the block-diagonal K has these blocks).
+- D = diag(π), Π: D_c = diag(π^c);
+  Π stacks the D_c vertically (Cn × n).
+- W = D - ΠΠᵀ: minus the Hessian of log p(t|f) (W&B 1998's noise matrix).
+- B_c ← ``L[c]`` (its Cholesky factor): B_c = I + D_c^½K_c D_c^½.
+- E_c ← ``E[c]``: D_c^½B_c⁻¹D_c^½ = (K_c + D_c⁻¹)⁻¹ (GPML eq 3.45 ff.).
+- M ← ``M``: lower Cholesky factor of ∑_c E_c (GPML Alg. 3.3).
+- a ← ``a``: K⁻¹f (f^c = K_c a^c); at the mode
+  a = t - π (W&B 1998 App. C).
+- Ψ(f) ← ``psi``: log p(t|f) - ½fᵀK⁻¹f.
+- μ_∗, Σ_∗ ← ``mean (m, C)``, ``cov (m, C, C)``: latent predictive.
 
 References
 ----------
@@ -87,38 +87,38 @@ __all__ = [
 class SoftmaxLaplaceMode:
     """The Laplace approximation of a multi-class softmax GP posterior (W&B 1998 §4, App. C).
 
-    The posterior over the :math:`Cn` latent values is approximated by
-    :math:`N(\\hat{\\mathbf f}, (K^{-1} + W)^{-1})` with :math:`W = D - \\Pi\\Pi^T` at the mode.
+    The posterior over the Cn latent values is approximated by
+    N(f̂, (K⁻¹ + W)⁻¹) with W = D - ΠΠᵀ at the mode.
 
     Attributes
     ----------
     f : ndarray (n, C)
-        The mode :math:`\\hat f`; column ``c`` is the class-``c`` block (class-major vector:
+        The mode f̂; column ``c`` is the class-``c`` block (class-major vector:
         ``f.T.ravel()``).
     pi : ndarray (n, C)
         Softmax probabilities at the mode; each row sums to one.
     a : ndarray (n, C)
-        :math:`K^{-1}\\hat f` (column ``c`` is :math:`K_c^{-1}\\hat f^c`); equals ``Y - pi`` at
-        convergence (the stationarity condition :math:`\\hat f = K(\\mathbf t - \\hat\\pi)`).
+        K⁻¹f̂ (column ``c`` is K_c⁻¹f̂^c); equals ``Y - pi`` at
+        convergence (the stationarity condition f̂ = K(t - π̂)).
     Y : ndarray (n, C)
         The one-of-C targets the mode was computed for.
     E : ndarray (C, n, n)
-        :math:`E_c = D_c^{1/2}(I + D_c^{1/2}K_cD_c^{1/2})^{-1}D_c^{1/2}` at the mode.
+        E_c = D_c^½(I + D_c^½K_c D_c^½)⁻¹D_c^½ at the mode.
     L : ndarray (C, n, n)
-        Lower Cholesky factors of :math:`B_c = I + D_c^{1/2}K_cD_c^{1/2}` at the mode.
+        Lower Cholesky factors of B_c = I + D_c^½K_c D_c^½ at the mode.
     M : ndarray (n, n)
-        Lower Cholesky factor of :math:`\\sum_c E_c` at the mode.
+        Lower Cholesky factor of ∑_c E_c at the mode.
     psi : float
-        :math:`\\Psi(\\hat f) = \\log p(\\mathbf t|\\hat f) - \\tfrac12\\hat f^TK^{-1}\\hat f`.
+        Ψ(f̂) = log p(t|f̂) - ½f̂ᵀK⁻¹f̂.
     log_evidence : float
-        Approximate log evidence :math:`\\log q(\\mathbf t|X,\\theta)` (GPML eq 3.44 with the
+        Approximate log evidence log q(t|X,θ) (GPML eq 3.44 with the
         determinant of W&B 1998 App. C).
     n_iter : int
         Newton iterations taken.
     converged : bool
-        Whether Newton's tests (change of :math:`\\Psi` and its gradient) were met before ``max_iter``.
+        Whether Newton's tests (change of Ψ and its gradient) were met before ``max_iter``.
     gradient_norm : float
-        Largest component of :math:`\\nabla\\Psi` at the returned mode.
+        Largest component of ∇Ψ at the returned mode.
     """
 
     f: np.ndarray = field(repr=False)
@@ -162,7 +162,7 @@ class SoftmaxLaplaceFit:
     kernel : SEKernel or tuple of SEKernel
         The kernel(s) at the best optimum found.
     log_evidence : float
-        :math:`\\log q(\\mathbf t|X,\\hat\\theta)`.
+        log q(t|X,θ̂).
     objective : float
         The maximised value: ``log_evidence`` plus the log prior (if one was given).
     mode : SoftmaxLaplaceMode
@@ -255,14 +255,14 @@ def _psi(a, F, Y):
 def softmax_newton_step(K: ArrayLike, Y: ArrayLike, F: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """One Newton step for the softmax GP posterior mode in O(C n³) (W&B 1998 App. C, GPML Alg. 3.3).
 
-    The dense step is :math:`f^{new} = (K^{-1} + W)^{-1}(W f + \\mathbf t - \\pi)` with the
-    :math:`Cn\\times Cn` matrices :math:`K = \\mathrm{blockdiag}(K_c)` and :math:`W = D - \\Pi\\Pi^T`.
-    Writing :math:`E = (K + D^{-1})^{-1}` (block diagonal) and :math:`R` for the :math:`Cn\\times n`
+    The dense step is f^new = (K⁻¹ + W)⁻¹(W f + t - π) with the
+    Cn × Cn matrices K = blockdiag(K_c) and W = D - ΠΠᵀ.
+    Writing E = (K + D⁻¹)⁻¹ (block diagonal) and R for the Cn × n
     stack of identities, the matrix inversion lemma gives
 
     .. math:: (K^{-1} + W)^{-1} = K - K\\,[E - E R(\\textstyle\\sum_c E_c)^{-1}R^T E]\\,K,
 
-    so only the :math:`C` blocks :math:`E_c` and the :math:`n\\times n` matrix :math:`\\sum_c E_c`
+    so only the C blocks E_c and the n × n matrix ∑_c E_c
     are ever factorised.
 
     Parameters
@@ -277,9 +277,9 @@ def softmax_newton_step(K: ArrayLike, Y: ArrayLike, F: ArrayLike) -> tuple[np.nd
     Returns
     -------
     F_new : ndarray (n, C)
-        The Newton iterate :math:`K a`.
+        The Newton iterate K a.
     a : ndarray (n, C)
-        :math:`K^{-1} f^{new}`, so that :math:`\\Psi` can be evaluated without solving with K.
+        K⁻¹ f^new, so that Ψ can be evaluated without solving with K.
 
     References
     ----------
@@ -450,17 +450,17 @@ def softmax_laplace_evidence(
     .. math:: \\log q(\\mathbf t|X,\\theta) = -\\tfrac12\\hat f^TK^{-1}\\hat f + \\log p(\\mathbf t|\\hat f)
               - \\tfrac12\\log|I + KW|
 
-    and, for each log-hyperparameter :math:`\\theta_j` (:math:`C_j = \\partial K/\\partial\\theta_j`,
+    and, for each log-hyperparameter θ_j (C_j = ∂K/∂θ_j,
     block diagonal),
 
     .. math:: \\frac{\\partial\\log q}{\\partial\\theta_j} = \\tfrac12 \\mathbf a^T C_j \\mathbf a
               - \\tfrac12\\mathrm{tr}\\bigl((K + W^{-1})^{-1}C_j\\bigr)
               + \\mathbf s^T (I + KW)^{-1} C_j \\mathbf a,
 
-    where :math:`\\mathbf a = \\mathbf t - \\hat\\pi`, :math:`(K+W^{-1})^{-1} = E - ER(\\sum_c E_c)^{-1}R^TE`
-    and :math:`s_k = -\\tfrac12\\mathrm{tr}((K^{-1}+W)^{-1}\\partial W/\\partial f_k)` is the derivative of the
+    where a = t - π̂, (K+W⁻¹)⁻¹ = E - ER(∑_c E_c)⁻¹RᵀE
+    and s_k = -½tr((K⁻¹+W)⁻¹∂W/∂f_k) is the derivative of the
     determinant term through the mode; the last term is the implicit dependence of the mode,
-    :math:`\\partial\\hat f/\\partial\\theta_j = (I + KW)^{-1}C_j(\\mathbf t - \\hat\\pi)` (W&B 1998 App. B/C).
+    ∂f̂/∂θ_j = (I + KW)⁻¹C_j(t - π̂) (W&B 1998 App. B/C).
 
     Parameters
     ----------
@@ -547,7 +547,7 @@ def softmax_laplace_optimize(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
                              tol: float = 1e-5, progress: bool = False) -> SoftmaxLaplaceFit:  # fmt: skip
     """Hyperparameters by maximising the approximate evidence (plus an optional log prior).
 
-    Maximises :math:`\\log q(\\mathbf t|X,\\theta) + \\log p(\\theta)` with
+    Maximises log q(t|X,θ) + log p(θ) with
     :func:`gpc_ref.hyperparameters.maximize` (L-BFGS-B, the shared box, restarts, the gradient
     test) using the exact gradient of :func:`softmax_laplace_evidence`. With W&B's Gaussian
     hyperpriors this is their *maximum penalised likelihood* (MPL) estimate, which W&B 1998 §5
@@ -612,13 +612,13 @@ def softmax_laplace_optimize(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
 def softmax_laplace_predict_latent(
     mode: SoftmaxLaplaceMode, kernel: SEKernel | Sequence[SEKernel], X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian latent predictive :math:`q(f_*|\\mathbf t) = N(\\mu_*, \\Sigma_*)` at each test point.
+    """Gaussian latent predictive q(f_∗|t) = N(μ_∗, Σ_∗) at each test point.
 
     .. math:: \\mu_*^c = \\mathbf k_*^{c\\,T}(\\mathbf t^c - \\hat\\pi^c), \\qquad
               \\Sigma_*^{cc'} = \\delta_{cc'}\\bigl(k_c(x_*,x_*) - \\mathbf k_*^{c\\,T}E_c\\mathbf k_*^c\\bigr)
               + (E_c\\mathbf k_*^c)^T(\\textstyle\\sum_{c''} E_{c''})^{-1}(E_{c'}\\mathbf k_*^{c'})
 
-    i.e. :math:`\\Sigma_* = \\mathrm{diag}(k_{**}) - Q_*^T(K + W^{-1})^{-1}Q_*` written with the blocks
+    i.e. Σ_∗ = diag(k_∗∗) - Q_∗ᵀ(K + W⁻¹)⁻¹Q_∗ written with the blocks
     of GPML eq 3.45 (W&B 1998 §4; GPML Alg. 3.4 lines 9–13).
 
     Parameters
@@ -633,7 +633,7 @@ def softmax_laplace_predict_latent(
     Returns
     -------
     mean : ndarray (m, C)
-        :math:`\\boldsymbol\\mu_*` at each test point.
+        μ_∗ at each test point.
     cov : ndarray (m, C, C)
         Latent predictive covariance between the classes at each test point (the test points are
         treated one at a time: covariances between different test points are not returned).
@@ -668,7 +668,7 @@ def softmax_laplace_predict_proba(mode: SoftmaxLaplaceMode, kernel: SEKernel | S
                                   X_test: ArrayLike, *, method: str = "qmc",
                                   rng: np.random.Generator | int | None = None, n_samples: int | None = None,
                                   n_nodes: int | None = None) -> np.ndarray:  # fmt: skip
-    """Class probabilities :math:`\\bar\\pi_*^c = \\int \\mathrm{softmax}_c(f_*)\\,q(f_*|\\mathbf t)\\,df_*`.
+    """Class probabilities π̄_∗^c = ∫ softmax_c(f_∗) q(f_∗|t) df_∗.
 
     The latent predictive of :func:`softmax_laplace_predict_latent` is pushed through the softmax by
     :func:`softmax_gaussian_expectation`: ``method="monte_carlo"`` as W&B 1998 §4 (needs ``rng``), or

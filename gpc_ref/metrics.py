@@ -95,8 +95,8 @@ def _true_class_probability(y_true, proba):
 
 
 def test_log_likelihood(y_true: ArrayLike, proba: ArrayLike) -> float:
-    r"""G&M eq 41: :math:`\sum_n t_n \log \hat t_n + (1-t_n)\log(1-\hat t_n)`, or its multi-class form
-    :math:`\sum_n \log \hat p_n(y_n)`.
+    r"""G&M eq 41: ∑_n t_n log t̂_n + (1-t_n) log(1-t̂_n), or its multi-class form
+    ∑_n log p̂_n(y_n).
 
     A probability of exactly 0 for the true class would give −∞; it is floored
     at the smallest positive double, so the score stays finite (about −708
@@ -137,8 +137,8 @@ def mean_log_predictive(y_true: ArrayLike, proba: ArrayLike) -> float:
 def brier_score(y_true: ArrayLike, proba: ArrayLike) -> float:
     r"""Mean squared distance between the predicted probabilities and the one-hot truth.
 
-    Binary (vector ``proba``): :math:`\frac1n\sum_n (\hat t_n - t_n)^2`;
-    multi-class: :math:`\frac1n\sum_n\sum_k (\hat p_{nk} - [y_n = k])^2`.
+    Binary (vector ``proba``): (1/n)∑_n (t̂_n - t_n)²;
+    multi-class: (1/n)∑_n ∑_k (p̂_nk - [y_n = k])².
 
     Parameters
     ----------

@@ -26,21 +26,21 @@ reference's default. An exception raised by your function is reported as a faili
 
 Which check belongs to which box of the book:
 
-==========================  ===================================================  ==================
-name                        what you implement                                   book
-==========================  ===================================================  ==================
-laplace_mode                Newton's method for the binary Laplace mode          lapb-alg-newton
-laplace_evidence_gradient   gradient of the Laplace evidence, given the mode     lapb-alg-gradient
-laplace_evidence            Laplace evidence and its gradient from a kernel      lapb-alg-gradient
-softmax_laplace_mode        softmax Laplace mode in O(Cn³)                       lapm-alg-mode
-tilted_moments              EP site update: log Z_i, α_i, β_i of a tilted        ep-alg-ep step 2
-expectation_propagation     sequential EP to its fixed point                     ep-alg-ep
-lower_bound                 Jaakkola–Jordan lower bound log Z′ at fixed ν        vgc-alg-lower
-update_nu                   the fixed-point update of ν                          vgc-alg-lower
-vb_probit_binary            binary variational Bayes probit                      vbp-alg-binary
-vb_probit_multiclass        variational Bayes multinomial probit                 vbp-alg-multiclass
-adf_include                 one IVM inclusion, G&R eqs 5.1–5.4                   ivm-alg step 2.3
-==========================  ===================================================  ==================
+=========================  ================================================  ==================
+name                       what you implement                                book
+=========================  ================================================  ==================
+laplace_mode               Newton's method for the binary Laplace mode       lapb-alg-newton
+laplace_evidence_gradient  gradient of the Laplace evidence, given the mode  lapb-alg-gradient
+laplace_evidence           Laplace evidence and its gradient from a kernel   lapb-alg-gradient
+softmax_laplace_mode       softmax Laplace mode in O(Cn³)                    lapm-alg-mode
+tilted_moments             EP site update: log Z_i, α_i, β_i of a tilted     ep-alg-ep step 2
+expectation_propagation    sequential EP to its fixed point                  ep-alg-ep
+lower_bound                Jaakkola–Jordan lower bound log Z′ at fixed ν     vgc-alg-lower
+update_nu                  the fixed-point update of ν                       vgc-alg-lower
+vb_probit_binary           binary variational Bayes probit                   vbp-alg-binary
+vb_probit_multiclass       variational Bayes multinomial probit              vbp-alg-multiclass
+adf_include                one IVM inclusion, G&R eqs 5.1–5.4                ivm-alg step 2.3
+=========================  ================================================  ==================
 """
 
 from __future__ import annotations

@@ -1,68 +1,68 @@
 r"""Jaakkola–Jordan variational bounds for GP classification (Gibbs & MacKay 2000).
 
-Each likelihood factor :math:`P(t_n|a_n) = \sigma(s_n a_n)` is replaced by a
-Gaussian-shaped lower bound :math:`Q` (variational parameter :math:`\nu_n`) or by
-an exponential-linear upper bound :math:`R` (variational parameter :math:`\mu_n`).
+Each likelihood factor P(t_n|a_n) = σ(s_n a_n) is replaced by a
+Gaussian-shaped lower bound Q (variational parameter ν_n) or by
+an exponential-linear upper bound R (variational parameter μ_n).
 Both make the integral over the latent function Gaussian, which gives a lower
-bound :math:`Z'` and an upper bound :math:`Z''` on the evidence
-:math:`P(\mathcal D|\Theta)`, their gradients, and two Gaussian approximations
+bound Z' and an upper bound Z'' on the evidence
+P(𝒟|Θ), their gradients, and two Gaussian approximations
 of the posterior from which predictions follow.
 
 Notation (book symbol ← code name ← G&M symbol):
 
-=========================  ==================  ==========================================================
-book                       code                Gibbs & MacKay (2000)
-=========================  ==================  ==========================================================
-:math:`t_n \in \{0,1\}`    ``t``               :math:`t_n` (class label)
-:math:`s_n = 2t_n - 1`     ``s``               :math:`(-1)^{t_n+1}`
-:math:`f_n`                ``a`` / ``f``       :math:`a_n = a(\mathbf x_n)`, the latent "logit"
-:math:`K`                  ``K``               :math:`\mathbf C_N` (covariance with jitter :math:`J`)
-:math:`\mathbf k_*`        ``k``               :math:`\mathbf k_{N+1}` (eq 20)
-:math:`k_{**}`             ``kappa``           :math:`\kappa` (eq 21)
-:math:`\sigma`             ``expit``           :math:`g` (eq 10)
-:math:`\xi_n`              ``nu``              :math:`\nu_n`, lower-bound variational parameter
-:math:`\lambda(\xi)`       ``lambda_jj(nu)``   :math:`\lambda(\nu)` (eq 11)
-:math:`\eta_n \in [0,1]`   ``mu``              :math:`\mu_n`, upper-bound variational parameter
-:math:`H_2`                ``binary_entropy``  :math:`\mathcal H_2` (eq 12)
-:math:`W = 2\Lambda`       ``W``               :math:`2\Lambda_N`
-:math:`B`                  ``L`` (factor)      :math:`B = I + W^{1/2} K W^{1/2}` (GPML-style symmetric form of :math:`\mathbf H_N`)
-:math:`\mathbf d`          ``d``               :math:`d_n = \tfrac12 s_n`
-:math:`\mathbf b`          ``b``               :math:`b_n = \mu_n s_n`
-:math:`\boldsymbol\alpha`  ``alpha``           :math:`\mathbf H_N^{-1}\mathbf d`
-:math:`\mathbf m, \Sigma`  ``mean, cov``       mean and covariance of :math:`\mathcal P_Q(\mathbf a_N)`
-:math:`\theta`             ``theta``           log of :math:`\Theta = (\theta_1, \{r_l\}, \theta_2)` (``SEKernel.theta``)
-=========================  ==================  ==========================================================
+==============  ==================  ====================================================
+book            code                Gibbs & MacKay (2000)
+==============  ==================  ====================================================
+t_n ∈ {0,1}     ``t``               t_n (class label)
+s_n = 2t_n - 1  ``s``               (-1)^(t_n+1)
+f_n             ``a`` / ``f``       a_n = a(x_n), the latent "logit"
+K               ``K``               C_N (covariance with jitter J)
+k_∗             ``k``               k_N+1 (eq 20)
+k_∗∗            ``kappa``           κ (eq 21)
+σ               ``expit``           g (eq 10)
+ξ_n             ``nu``              ν_n, lower-bound variational parameter
+λ(ξ)            ``lambda_jj(nu)``   λ(ν) (eq 11)
+η_n ∈ [0,1]     ``mu``              μ_n, upper-bound variational parameter
+H_2             ``binary_entropy``  ℋ_2 (eq 12)
+W = 2Λ          ``W``               2Λ_N
+B               ``L`` (factor)      B = I + W^½ K W^½ (GPML-style symmetric form of H_N)
+d               ``d``               d_n = ½ s_n
+b               ``b``               b_n = μ_n s_n
+α               ``alpha``           H_N⁻¹d
+m, Σ            ``mean, cov``       mean and covariance of 𝒫_Q(a_N)
+θ               ``theta``           log of Θ = (θ_1, {r_l}, θ_2) (``SEKernel.theta``)
+==============  ==================  ====================================================
 
-Stable forms used here (derived in the chapter). With :math:`H = I + WK` (G&M eq 19),
-:math:`B = I + W^{1/2}KW^{1/2} = LL^T` and :math:`\det H = \det B`:
+Stable forms used here (derived in the chapter). With H = I + WK (G&M eq 19),
+B = I + W^½KW^½ = LLᵀ and det H = det B:
 
-- :math:`(K^{-1} + W)^{-1} = K H^{-1} = K - K W^{1/2} B^{-1} W^{1/2} K`, so the
-  lower-bound posterior is :math:`N(\mathbf m, \Sigma)` with
-  :math:`\mathbf m = K\mathbf d - K W^{1/2}B^{-1}W^{1/2}K\mathbf d` and
-  :math:`\Sigma = K - V^TV`, :math:`V = L^{-1}W^{1/2}K`;
-- :math:`\boldsymbol\alpha = H^{-1}\mathbf d = \mathbf d - W\mathbf m`;
-- :math:`H^{-1}W = W^{1/2}B^{-1}W^{1/2}` (symmetric), used in every trace.
+- (K⁻¹ + W)⁻¹ = K H⁻¹ = K - K W^½ B⁻¹ W^½ K, so the
+  lower-bound posterior is N(m, Σ) with
+  m = Kd - K W^½B⁻¹W^½Kd and
+  Σ = K - VᵀV, V = L⁻¹W^½K;
+- α = H⁻¹d = d - Wm;
+- H⁻¹W = W^½B⁻¹W^½ (symmetric), used in every trace.
 
-Neither bound ever factorises :math:`K` itself: the lower bound factorises the
-well-conditioned :math:`B` (eigenvalues ≥ 1) and the upper bound needs no
+Neither bound ever factorises K itself: the lower bound factorises the
+well-conditioned B (eigenvalues ≥ 1) and the upper bound needs no
 factorisation at all, so both stay finite for huge variances, tiny or huge
 lengthscales and duplicated inputs.
 
 Corrections to the printed equations (the chapter and the errata page show the
-numerical checks): eq 34 needs :math:`(C_N^{-1}+2\Lambda_N)^{-1}`, not
-:math:`C_N^{-1}+2\Lambda_N`; the first term of eq 35 has the opposite sign;
-eq 18 subtracts, :math:`s_l^2 = \kappa - 2\mathbf k^T H_N^{-1}\Lambda_N \mathbf k`;
-eqs 27–28 are replaced by :math:`a_u = \mathbf k^T\mathbf b`, :math:`s_u^2 = \kappa`;
+numerical checks): eq 34 needs (C_N⁻¹+2Λ_N)⁻¹, not
+C_N⁻¹+2Λ_N; the first term of eq 35 has the opposite sign;
+eq 18 subtracts, s_l² = κ - 2kᵀ H_N⁻¹Λ_N k;
+eqs 27–28 are replaced by a_u = kᵀb, s_u² = κ;
 eq 15 has both signs flipped.
 
 References
 ----------
 - [GM00] Gibbs & MacKay (2000), eqs 8–40 and §IV-C.
 - [JJ00] Jaakkola & Jordan (2000): the quadratic lower bound on the logistic
-  sigmoid and its fixed-point update :math:`\xi^2 = E[f^2]`.
+  sigmoid and its fixed-point update ξ² = E[f²].
 - [MacKay92] MacKay (1992): the probit approximation (G&M eq 23).
 - [GPML] Rasmussen & Williams (2006), Alg. 3.1 and 5.1: the symmetric matrix
-  :math:`B = I + W^{1/2}KW^{1/2}` and the trace form of evidence gradients.
+  B = I + W^½KW^½ and the trace form of evidence gradients.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def lambda_jj(nu: ArrayLike) -> np.ndarray:
 
     λ is even in ν, positive, decreasing in abs(ν), and bounded by 1/8, so the
     lower bound's Gaussian factor never has a negative precision. Near ν = 0 the
-    Taylor series :math:`1/8 - \nu^2/96 + \nu^4/960 - 17\nu^6/161280` is used.
+    Taylor series 1/8 - ν²/96 + ν⁴/960 - 17ν⁶/161280 is used.
 
     Parameters
     ----------
@@ -163,7 +163,7 @@ def lambda_jj(nu: ArrayLike) -> np.ndarray:
 def lambda_jj_derivative(nu: ArrayLike) -> np.ndarray:
     r"""dλ/dν = (ν sech²(ν/2)/2 − tanh(ν/2)) / (4ν²), odd in ν, 0 at ν = 0.
 
-    Near 0 the series :math:`-\nu/48 + \nu^3/240 - 17\nu^5/26880` is used.
+    Near 0 the series -ν/48 + ν³/240 - 17ν⁵/26880 is used.
 
     Parameters
     ----------
@@ -227,7 +227,7 @@ def log_sigmoid_lower_bound(t: ArrayLike, a: ArrayLike, nu: ArrayLike) -> np.nda
     .. math:: \log Q(t|a,\nu) = \log\sigma(\nu) + (s a - \nu)/2 - \lambda(\nu)(a^2 - \nu^2),
               \quad s = 2t - 1,
 
-    exact (touching) at :math:`a = \pm\nu`. For class 0 the bound on
+    exact (touching) at a = ±ν. For class 0 the bound on
     σ(−a) is the same expression with a replaced by −a (eq 13); λ is even so
     only the linear term changes sign.
 
@@ -256,8 +256,8 @@ def log_sigmoid_lower_bound(t: ArrayLike, a: ArrayLike, nu: ArrayLike) -> np.nda
 def log_sigmoid_upper_bound(t: ArrayLike, a: ArrayLike, mu: ArrayLike) -> np.ndarray:
     r"""log R(t|a, μ) = μ s a − H₂(μ): the upper bound on log P(t|a) (G&M eqs 9, 12, 13).
 
-    It is the tangent of the concave function :math:`\log\sigma(sa)` at the point
-    where :math:`\sigma(-sa) = \mu`, i.e. :math:`sa = \log((1-\mu)/\mu)`.
+    It is the tangent of the concave function log σ(sa) at the point
+    where σ(-sa) = μ, i.e. sa = log((1-μ)/μ).
 
     Parameters
     ----------
@@ -760,7 +760,7 @@ def optimize_upper_bound(
       eigenvalues (the condition number of the problem grows with them); convergence is judged by
       the stationarity condition, not by the optimiser's own flag.
     - ``method="newton"`` (default): the convex dual. Since
-      :math:`\log\sigma(z) = \min_\mu[\mu z - H_2(\mu)]`,
+      log σ(z) = min_μ[μz - H_2(μ)],
 
       .. math:: \min_{\boldsymbol\mu}\log Z''(\boldsymbol\mu)
                 = \max_{\mathbf f}\Bigl[\sum_n\log\sigma(s_nf_n) - \tfrac12\mathbf f^TK^{-1}\mathbf f\Bigr],
@@ -783,7 +783,7 @@ def optimize_upper_bound(
         Newton steps (default 100) or L-BFGS iterations (default 5000).
     tol : float
         Tolerance of the solver: L-BFGS's ``ftol`` (gradient); for Newton, converged means
-        :math:`\max_n|\partial\Psi/\partial f_n| \le \sqrt{\text{tol}}` (times max(1, max|∇log p|)).
+        max_n|∂Ψ/∂f_n| ≤ √tol (times max(1, max|∇log p|)).
 
     Returns
     -------
@@ -855,13 +855,13 @@ def optimize_upper_bound(
 def predict_lower(
     bound: LowerBound, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of :math:`\mathcal P_Q(a_*)` (G&M eqs 17–21, eq 18 corrected).
+    r"""Mean and variance of 𝒫_Q(a_∗) (G&M eqs 17–21, eq 18 corrected).
 
     .. math:: a_l = \mathbf k_*^T H^{-1}\mathbf d = \mathbf k_*^T\boldsymbol\alpha, \qquad
               s_l^2 = \kappa - 2\mathbf k_*^T H^{-1}\Lambda\mathbf k_*
                     = \kappa - \lVert L^{-1} W^{1/2}\mathbf k_*\rVert^2.
 
-    G&M print :math:`+2\mathbf k^T H^{-1}\Lambda\mathbf k`; conditioning on data can
+    G&M print +2kᵀ H⁻¹Λk; conditioning on data can
     only shrink the prior variance κ, so the sign must be minus.
 
     Parameters
@@ -894,15 +894,15 @@ def predict_lower(
 def predict_upper(
     bound: UpperBound, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of :math:`\mathcal P_R(a_*)` (G&M eqs 26–28, corrected).
+    r"""Mean and variance of 𝒫_R(a_∗) (G&M eqs 26–28, corrected).
 
     𝒫_R(a_{N+1}) ∝ exp(−½ aᵀ C_{N+1}⁻¹ a + b̃ᵀa) with b̃ = (b, 0) is N(C_{N+1} b̃, C_{N+1}),
     whose last marginal is
 
     .. math:: a_u = \mathbf k_*^T\mathbf b, \qquad s_u^2 = \kappa.
 
-    The printed eqs 27–28 (:math:`s_u^2 = (\kappa - \mathbf k^TC_N^{-1}\mathbf k)^{-1}`,
-    :math:`a_u = -s_u^2\mathbf k^T C_N^{-1}\mathbf b`) are not this marginal (they
+    The printed eqs 27–28 (s_u² = (κ - kᵀC_N⁻¹k)⁻¹,
+    a_u = -s_u²kᵀ C_N⁻¹b) are not this marginal (they
     even have the wrong units); the upper-bound posterior keeps the prior variance.
 
     Parameters

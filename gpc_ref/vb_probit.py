@@ -1,46 +1,46 @@
 r"""Variational Bayes for binary and multinomial probit GP classification (Girolami & Rogers 2006).
 
 Albert & Chib's augmentation gives every point an auxiliary vector
-:math:`\mathbf z_i = \mathbf f_i + \boldsymbol\epsilon_i`, :math:`\boldsymbol\epsilon_i \sim N(0, I)`,
+z_i = f_i + ε_i, ε_i ~ N(0, I),
 with the class the index of its largest entry (G&R eq 3.1). With the factorised
-posterior :math:`Q(\mathbf z)Q(\mathbf f)` both factors are available in closed
-form: :math:`Q(\mathbf f)` is C independent GP regressions with unit noise on the targets
-:math:`\widetilde{\mathbf z}^c`, and :math:`Q(\mathbf z)` is a product of cone-truncated Gaussians.
+posterior Q(z)Q(f) both factors are available in closed
+form: Q(f) is C independent GP regressions with unit noise on the targets
+z̃^c, and Q(z) is a product of cone-truncated Gaussians.
 
 Notation: the book's (n training points indexed by i, C classes indexed by c, the point as a
-subscript and the class as a superscript, :math:`f_i^c`; among the latent quantities only the
+subscript and the class as a superscript, f_i^c; among the latent quantities only the
 auxiliaries carry a tilde, for their mean under Q). Book symbol ← code name, and G&R's symbol:
 
-=========================================================  ====================  =========================================
-book                                                       code                  G&R (2006)
-=========================================================  ====================  =========================================
-points, classes :math:`n, C`                               ``n``, ``n_classes``  :math:`N, K`
-class of point i, :math:`c_i \in \{0..C-1\}`               ``t``                 :math:`t_n \in \{1..K\}` (minus one)
-binary label :math:`y_i \in \{-1, +1\}`                    ``t``                 :math:`t_n \in \{-1, +1\}` (§4.4.1)
-prior covariance :math:`K_c` of class c                    ``K[c]``              :math:`\mathbf C_{\varphi_k}`
-GP values :math:`F` (n × C), :math:`f_i^c`                 (not stored)          :math:`\mathbf M`, :math:`m_{nk}`
-posterior means :math:`\mu_i^c`                            ``M`` (n, C)          :math:`\widetilde{\mathbf M}`, :math:`\widetilde m_{nk}`
-their column :math:`\boldsymbol\mu^c` (class c)            ``M[:, c]``           :math:`\widetilde{\mathbf m}_k`
-their row :math:`\boldsymbol\mu_i` (point i)               ``M[i]``              :math:`\widetilde{\mathbf m}_n`
-auxiliaries :math:`z_i^c`, all of them :math:`\mathbf z`   (not stored)          :math:`y_{nk}`, :math:`\mathbf Y`
-their posterior means :math:`\widetilde z_i^c`             ``Y`` (n, C)          :math:`\widetilde{\mathbf Y}`, :math:`\widetilde y_{nk}`
-mean shift :math:`p_i^c`, :math:`P` (n × C)                ``P`` (n, C)          :math:`\mathbf P`, :math:`p_{nk}` (§4.4)
-normaliser :math:`\mathcal Z_i` of :math:`Q(\mathbf z_i)`  ``exp(log_Z)``        :math:`\mathcal Z_n`
-dual weights :math:`\boldsymbol\alpha_c`                   ``alpha`` (n, C)      :math:`(\mathbf I + \mathbf C_k)^{-1}\widetilde{\mathbf y}_k`
-posterior covariance :math:`\Sigma_c`                      (not formed)          :math:`\Sigma_k = \mathbf C_k(\mathbf I + \mathbf C_k)^{-1}`
-lower bound :math:`\mathcal L`                             ``lower_bound``       Appendix C
-kernel precisions :math:`\varphi_d`                        ``phi``               :math:`\varphi_d = 1/(2\ell_d^2)`
-their exponential rates :math:`\psi_d`                     ``psi``               :math:`\psi_d`
-Gamma hyperprior (shape, rate)                             ``prior_shape``,      :math:`\sigma, \tau`
-                                                           ``prior_rate``
-=========================================================  ====================  =========================================
+================================  ====================  ========================
+book                              code                  G&R (2006)
+================================  ====================  ========================
+points, classes n, C              ``n``, ``n_classes``  N, K
+class of point i, c_i ∈ {0..C-1}  ``t``                 t_n ∈ {1..K} (minus one)
+binary label y_i ∈ {-1, +1}       ``t``                 t_n ∈ {-1, +1} (§4.4.1)
+prior covariance K_c of class c   ``K[c]``              C_(φ_k)
+GP values F (n × C), f_i^c        (not stored)          M, m_nk
+posterior means μ_i^c             ``M`` (n, C)          M̃, m̃_nk
+their column μ^c (class c)        ``M[:, c]``           m̃_k
+their row μ_i (point i)           ``M[i]``              m̃_n
+auxiliaries z_i^c, all of them z  (not stored)          y_nk, Y
+their posterior means z̃_i^c       ``Y`` (n, C)          Ỹ, ỹ_nk
+mean shift p_i^c, P (n × C)       ``P`` (n, C)          P, p_nk (§4.4)
+normaliser 𝒵_i of Q(z_i)          ``exp(log_Z)``        𝒵_n
+dual weights α_c                  ``alpha`` (n, C)      (I + C_k)⁻¹ỹ_k
+posterior covariance Σ_c          (not formed)          Σ_k = C_k(I + C_k)⁻¹
+lower bound ℒ                     ``lower_bound``       Appendix C
+kernel precisions φ_d             ``phi``               φ_d = 1/(2ℓ_d²)
+their exponential rates ψ_d       ``psi``               ψ_d
+Gamma hyperprior (shape, rate)    ``prior_shape``,      σ, τ
+                                  ``prior_rate``
+================================  ====================  ========================
 
-with :math:`\boldsymbol\alpha_c = (I + K_c)^{-1}\widetilde{\mathbf z}^c`, :math:`\Sigma_c = K_c(I + K_c)^{-1}`
-and :math:`p_i^c = \widetilde z_i^c - \mu_i^c`. Keeping :math:`\boldsymbol\alpha_c` instead of
-:math:`\boldsymbol\mu^c` means only :math:`I + K_c` is ever factorised (its eigenvalues are at least one),
-never :math:`K_c` itself: :math:`\boldsymbol\mu^c = K_c\boldsymbol\alpha_c`,
-:math:`(\boldsymbol\mu^c)^T K_c^{-1}\boldsymbol\mu^c = \boldsymbol\alpha_c^T K_c\boldsymbol\alpha_c`,
-and the predictive mean at a new point :math:`\mathbf x_*` is :math:`\boldsymbol\alpha_c^T\mathbf k_{*c}` (§4.5).
+with α_c = (I + K_c)⁻¹z̃^c, Σ_c = K_c(I + K_c)⁻¹
+and p_i^c = z̃_i^c - μ_i^c. Keeping α_c instead of
+μ^c means only I + K_c is ever factorised (its eigenvalues are at least one),
+never K_c itself: μ^c = K_c α_c,
+(μ^c)ᵀ K_c⁻¹μ^c = α_cᵀ K_c α_c,
+and the predictive mean at a new point x_∗ is α_cᵀk_∗c (§4.5).
 
 The lower bound of Appendix C simplifies (the book derives it) to
 
@@ -48,9 +48,9 @@ The lower bound of Appendix C simplifies (the book derives it) to
           - \tfrac12\sum_c (\boldsymbol\mu^c)^T K_c^{-1}\boldsymbol\mu^c
           - \tfrac12\sum_c \log|I + K_c|,
 
-because :math:`\tr\Sigma_c + \tr(K_c^{-1}\Sigma_c) = n` and
-:math:`|\Sigma_c|/|K_c| = |I + K_c|^{-1}`. The printed final
-expression carries an extra :math:`-\tfrac{n(C-1)}{2}\log 2\pi` (G&R's :math:`N(K-1)`; see the errata page).
+because tr Σ_c + tr(K_c⁻¹Σ_c) = n and
+det Σ_c / det K_c = 1/det(I + K_c). The printed final
+expression carries an extra -(n(C-1)/2) log 2π (G&R's N(K-1); see the errata page).
 
 References
 ----------
@@ -111,25 +111,25 @@ def _kernel_matrices(K, n_classes=None):
 
 # --------------------------------------------------------------------------- Q(z): truncated Gaussians
 def truncated_normal_mean(m: ArrayLike, t: ArrayLike) -> np.ndarray:
-    r"""Mean of :math:`z \sim N(\mu, 1)` truncated to :math:`y\,z > 0` (G&R §4.4.1, footnote 6).
+    r"""Mean of z ~ N(μ, 1) truncated to y z > 0 (G&R §4.4.1, footnote 6).
 
     .. math:: \widetilde z = \mu + y\,\frac{\phi(\mu)}{\Phi(y \mu)}
 
-    for labels :math:`y \in \{-1, +1\}`. The ratio is evaluated in log space
+    for labels y ∈ {-1, +1}. The ratio is evaluated in log space
     (:func:`~gpc_ref.likelihoods.normal_pdf_over_cdf`), so it stays finite when
-    :math:`y \mu \to -\infty` (where it grows like :math:`-y \mu`).
+    y μ → -∞ (where it grows like -y μ).
 
     Parameters
     ----------
     m : array_like (n,)
-        Means :math:`\mu_i` of the untruncated Gaussians (G&R's :math:`\widetilde m_n`).
+        Means μ_i of the untruncated Gaussians (G&R's m̃_n).
     t : array_like (n,)
-        Labels :math:`y_i` in {−1, +1} (or {0, 1}).
+        Labels y_i in {−1, +1} (or {0, 1}).
 
     Returns
     -------
     ndarray (n,)
-        The truncated means :math:`\widetilde z_i`.
+        The truncated means z̃_i.
     """
     m = np.asarray(m, dtype=float)
     t = check_binary_labels(t, "t")
@@ -140,26 +140,26 @@ def truncated_normal_mean(m: ArrayLike, t: ArrayLike) -> np.ndarray:
 def cone_truncated_mean(
     t: ArrayLike, M: ArrayLike, *, likelihood: MultinomialProbitLikelihood | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Means :math:`\widetilde z_i^c` and :math:`\log\mathcal Z_i` of :math:`N(\boldsymbol\mu_i, I)` truncated to the cone of class :math:`c_i` (G&R eqs 4.3, 4.4).
+    r"""Means z̃_i^c and log 𝒵_i of N(μ_i, I) truncated to the cone of class c_i (G&R eqs 4.3, 4.4).
 
     A thin wrapper of :meth:`~gpc_ref.likelihoods.MultinomialProbitLikelihood.cone_mean_shift`
-    (Gauss–Hermite quadrature over :math:`u`).
+    (Gauss–Hermite quadrature over u).
 
     Parameters
     ----------
     t : array_like (n,)
-        Classes :math:`c_i`, codes 0..C−1.
+        Classes c_i, codes 0..C−1.
     M : array_like (n, C)
-        Means :math:`\boldsymbol\mu_i` of the untruncated Gaussians, one row per point (G&R's :math:`\widetilde{\mathbf m}_n`).
+        Means μ_i of the untruncated Gaussians, one row per point (G&R's m̃_n).
     likelihood : MultinomialProbitLikelihood, optional
         Carries the Gauss–Hermite rule (default 48 nodes).
 
     Returns
     -------
     Y : ndarray (n, C)
-        :math:`\widetilde z_i^c = \mu_i^c + p_i^c`, i.e. ``M + P`` (G&R's :math:`\widetilde{\mathbf Y} = \widetilde{\mathbf M} + \mathbf P`).
+        z̃_i^c = μ_i^c + p_i^c, i.e. ``M + P`` (G&R's Ỹ = M̃ + P).
     log_Z : ndarray (n,)
-        :math:`\log\mathcal Z_i`.
+        log 𝒵_i.
     """
     likelihood = MultinomialProbitLikelihood() if likelihood is None else likelihood
     # G&R (2006) eqs 4.3, 4.4: z̃_i = μ_i + p_i
@@ -170,10 +170,10 @@ def cone_truncated_mean(
 def cone_mean_shift_monte_carlo(
     t: ArrayLike, M: ArrayLike, *, rng: np.random.Generator | int, n_samples: int = 1000
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""The paper's estimator of :math:`P` and :math:`\mathcal Z_i`: the expectations over u by Monte Carlo.
+    r"""The paper's estimator of P and 𝒵_i: the expectations over u by Monte Carlo.
 
     G&R (§6.1) computed the one-dimensional expectations of eqs 4.3–4.4 with
-    1000 samples :math:`u^{(s)} \sim N(0,1)`, shared by all points. This
+    1000 samples u^(s) ~ N(0,1), shared by all points. This
     function repeats that estimator so the book can compare it with the
     Gauss–Hermite rule used everywhere else.
 
@@ -183,14 +183,14 @@ def cone_mean_shift_monte_carlo(
         As in :func:`cone_truncated_mean`.
     rng : numpy.random.Generator or int
     n_samples : int
-        Draws of :math:`u`, shared by all points (the paper: 1000).
+        Draws of u, shared by all points (the paper: 1000).
 
     Returns
     -------
     P : ndarray (n, C)
-        The mean shifts :math:`p_i^c` (the truncated means are ``M + P``).
+        The mean shifts p_i^c (the truncated means are ``M + P``).
     log_Z : ndarray (n,)
-        :math:`\log\mathcal Z_i`.
+        log 𝒵_i.
     """
     rng = check_rng(rng)
     M = check_matrix(M, "M")
@@ -221,19 +221,19 @@ class VBResult:
     Attributes
     ----------
     M : ndarray (n, C)
-        Posterior means :math:`\\mu_i^c`, column c being :math:`\\boldsymbol\\mu^c` (G&R's
-        :math:`\\widetilde{\\mathbf m}_k`; C = 1 for the binary model).
+        Posterior means μ_i^c, column c being μ^c (G&R's
+        m̃_k; C = 1 for the binary model).
     Y : ndarray (n, C)
-        Means :math:`\\widetilde z_i^c` of the auxiliaries under Q(z) at ``M`` (G&R's :math:`\\widetilde{\\mathbf Y}`).
+        Means z̃_i^c of the auxiliaries under Q(z) at ``M`` (G&R's Ỹ).
     alpha : ndarray (n, C)
-        :math:`\\boldsymbol\\alpha_c = (I + K_c)^{-1}\\widetilde{\\mathbf z}^c` of the last Q(f) update;
-        :math:`\\boldsymbol\\mu^c = K_c\\boldsymbol\\alpha_c`.
+        α_c = (I + K_c)⁻¹z̃^c of the last Q(f) update;
+        μ^c = K_c α_c.
     log_Z : ndarray (n,)
-        :math:`\\log\\mathcal Z_i` at ``M``: the log likelihood of each label at the posterior mean.
+        log 𝒵_i at ``M``: the log likelihood of each label at the posterior mean.
     lower_bound : ndarray (n_iter,)
         The bound of Appendix C after every iteration (non-decreasing for a fixed kernel).
     factors : tuple of CholeskyFactor
-        Cholesky factors of :math:`I + K_c` (one if the kernel is shared).
+        Cholesky factors of I + K_c (one if the kernel is shared).
     n_iter : int
         Iterations (evaluations of the update map when accelerated).
     converged : bool
@@ -263,17 +263,17 @@ def vb_lower_bound(log_Z: np.ndarray, alpha: np.ndarray, M: np.ndarray, factors:
     .. math:: \mathcal L = \sum_i\log\mathcal Z_i - \tfrac12\sum_c\boldsymbol\alpha_c^T\boldsymbol\mu^c
               - \tfrac12\sum_c\log|I + K_c|
 
-    with :math:`\boldsymbol\mu^c = K_c\boldsymbol\alpha_c` (so
-    :math:`\boldsymbol\alpha_c^T\boldsymbol\mu^c = (\boldsymbol\mu^c)^T K_c^{-1}\boldsymbol\mu^c`).
+    with μ^c = K_c α_c (so
+    α_cᵀμ^c = (μ^c)ᵀ K_c⁻¹μ^c).
 
     Parameters
     ----------
     log_Z : ndarray (n,)
-        :math:`\log\mathcal Z_i`.
+        log 𝒵_i.
     alpha, M : ndarray (n, C)
-        Dual weights :math:`\boldsymbol\alpha_c` and means :math:`\boldsymbol\mu^c`, one column per class.
+        Dual weights α_c and means μ^c, one column per class.
     factors : sequence of CholeskyFactor
-        One factor of :math:`I + K_c` per class, or a single shared one counted C times.
+        One factor of I + K_c per class, or a single shared one counted C times.
 
     Returns
     -------
@@ -289,7 +289,7 @@ def vb_lower_bound(log_Z: np.ndarray, alpha: np.ndarray, M: np.ndarray, factors:
 
 
 def factor_plus_identity(mats: Sequence[np.ndarray]) -> tuple[CholeskyFactor, ...]:
-    """Cholesky factors of :math:`I + K_c` for each distinct covariance (eigenvalues at least one).
+    """Cholesky factors of I + K_c for each distinct covariance (eigenvalues at least one).
 
     Parameters
     ----------
@@ -576,14 +576,14 @@ def vb_probit_multiclass(
 
 
 def solve_each(factors: Sequence[CholeskyFactor], Y: np.ndarray) -> np.ndarray:
-    """:math:`(I + K_c)^{-1}\\widetilde{\\mathbf z}^c` for every column c (one shared factor solves all columns at once).
+    """(I + K_c)⁻¹z̃^c for every column c (one shared factor solves all columns at once).
 
     Parameters
     ----------
     factors : sequence of CholeskyFactor
-        One factor of :math:`I + K` shared by every column, or one per column.
+        One factor of I + K shared by every column, or one per column.
     Y : ndarray (n, C)
-        The right-hand sides :math:`\\widetilde{\\mathbf z}^c`, one column per class.
+        The right-hand sides z̃^c, one column per class.
 
     Returns
     -------
@@ -595,7 +595,7 @@ def solve_each(factors: Sequence[CholeskyFactor], Y: np.ndarray) -> np.ndarray:
 
 
 def latent_from_alpha(mats: Sequence[np.ndarray], alpha: np.ndarray) -> np.ndarray:
-    """:math:`\\boldsymbol\\mu^c = K_c\\boldsymbol\\alpha_c` for every column c.
+    """μ^c = K_c α_c for every column c.
 
     Parameters
     ----------
@@ -614,7 +614,7 @@ def latent_from_alpha(mats: Sequence[np.ndarray], alpha: np.ndarray) -> np.ndarr
 
 # --------------------------------------------------------------------------- predictions
 def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of :math:`f_*^c` at new inputs :math:`\mathbf x_*` under Q(f) (G&R §4.5).
+    r"""Mean and variance of f_∗^c at new inputs x_∗ under Q(f) (G&R §4.5).
 
     .. math:: \mu_*^c = (\widetilde{\mathbf z}^c)^T(I + K_c)^{-1}\mathbf k_{*c}
               = \boldsymbol\alpha_c^T\mathbf k_{*c},\qquad
@@ -624,14 +624,14 @@ def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -
     ----------
     result : VBResult
     K_cross : array_like (n, m) or (C, n, m)
-        Covariances :math:`\mathbf k_{*c}` between the training points and the m new points (shared, or one per class).
+        Covariances k_∗c between the training points and the m new points (shared, or one per class).
     k_diag : array_like (m,) or (C, m)
-        Prior variances :math:`k_{**}^c` of the new points.
+        Prior variances k_∗∗^c of the new points.
 
     Returns
     -------
     mean, var : ndarrays of shape (m, C)
-        :math:`\mu_*^c` and :math:`\sigma_{*c}^2`.
+        μ_∗^c and σ_∗c².
     """
     n_cols = result.alpha.shape[1]
     cross, diag = check_test_covariances(K_cross, k_diag, n_cols)
@@ -653,10 +653,10 @@ def vb_predict_proba(
 ) -> np.ndarray:
     r"""Predictive class probabilities (G&R §4.5 and Appendix B).
 
-    Binary: :math:`P(y_* = +1) = \Phi(\mu_*/\sqrt{1 + \sigma_*^2})`.
+    Binary: P(y_∗ = +1) = Φ(μ_∗/√(1 + σ_∗²)).
 
-    C classes: :math:`P(c_* = k) = E_u\bigl[\prod_{j\ne k}\Phi\bigl((u v_{*k} + \mu_*^k - \mu_*^j)/v_{*j}\bigr)\bigr]`,
-    :math:`v_{*j} = \sqrt{1 + \sigma_{*j}^2}`, by Gauss–Hermite quadrature (means and variances from
+    C classes: P(c_∗ = k) = E_u[∏_(j ≠ k)Φ((u v_∗k + μ_∗^k - μ_∗^j)/v_∗j)],
+    v_∗j = √(1 + σ_∗j²), by Gauss–Hermite quadrature (means and variances from
     :func:`vb_predict_latent`).
 
     Parameters

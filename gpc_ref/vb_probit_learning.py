@@ -2,16 +2,16 @@ r"""Learning the kernel of Girolami & Rogers' variational probit classifier.
 
 Two ways, both around the fixed-kernel VB iterations of :mod:`gpc_ref.vb_probit`:
 
-- **G&R's importance sampling** (§4.4, eqs 4.5–4.8): the kernel precisions :math:`\varphi_d` get an
+- **G&R's importance sampling** (§4.4, eqs 4.5–4.8): the kernel precisions φ_d get an
   exponential prior with Gamma-distributed rates, and each VB iteration replaces them by a
   self-normalised importance-sampling estimate of their posterior mean
   (:func:`vb_probit_learn_kernel`). Stochastic; G&R run a fixed number of iterations.
-- **Maximising the bound** (not in the paper): the lower bound :math:`\mathcal L(\theta)` at the VB
+- **Maximising the bound** (not in the paper): the lower bound ℒ(θ) at the VB
   fixed point is maximised over the kernel's log-parameters by L-BFGS-B (:func:`vb_probit_maximize_bound`).
-  At a fixed point :math:`\partial\mathcal L/\partial Q = 0`, so its gradient is that of
-  :math:`E_Q[\log p(\mathbf f\mid\theta)]` alone (the envelope theorem), which with
-  :math:`Q(\mathbf f^c) = N(K_c\boldsymbol\alpha_c, K_c(I + K_c)^{-1})` is the gradient of GP regression
-  with unit noise on the targets :math:`\widetilde{\mathbf z}^c`:
+  At a fixed point ∂ℒ/∂Q = 0, so its gradient is that of
+  E_Q[log p(f | θ)] alone (the envelope theorem), which with
+  Q(f^c) = N(K_c α_c, K_c(I + K_c)⁻¹) is the gradient of GP regression
+  with unit noise on the targets z̃^c:
 
   .. math:: \frac{\partial\mathcal L}{\partial\theta_j} = \tfrac12\sum_c
             \operatorname{tr}\Bigl(\bigl(\boldsymbol\alpha_c\boldsymbol\alpha_c^T - (I + K_c)^{-1}\bigr)\,\partial_j K_c\Bigr).
@@ -19,11 +19,11 @@ Two ways, both around the fixed-kernel VB iterations of :mod:`gpc_ref.vb_probit`
   Deterministic, with a gradient to test convergence on, and it can learn the signal variance too.
 
 Notation as in :mod:`gpc_ref.vb_probit` (the book's: n points indexed by i, C classes indexed by c,
-posterior means :math:`\boldsymbol\mu^c` ← ``M[:, c]``, auxiliary means :math:`\widetilde{\mathbf z}^c`, covariances
-:math:`K_c`); :math:`\varphi_d = 1/(2\ell_d^2)` ← ``phi``, :math:`\psi_d` ← ``psi``,
-the Gamma hyperprior's shape and rate :math:`\sigma, \tau` ← ``prior_shape``, ``prior_rate``. :math:`K_\varphi`
-is the covariance with precisions :math:`\varphi` (G&R's :math:`\mathbf C_\varphi`); a tilde on
-:math:`\varphi` or :math:`\psi` is G&R's posterior mean under Q.
+posterior means μ^c ← ``M[:, c]``, auxiliary means z̃^c, covariances
+K_c); φ_d = 1/(2ℓ_d²) ← ``phi``, ψ_d ← ``psi``,
+the Gamma hyperprior's shape and rate σ, τ ← ``prior_shape``, ``prior_rate``. K_φ
+is the covariance with precisions φ (G&R's C_φ); a tilde on
+φ or ψ is G&R's posterior mean under Q.
 
 References
 ----------
@@ -90,7 +90,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- kernel parameters by importance sampling
 def precisions_from_kernel(kernel: SEKernel) -> np.ndarray:
-    r"""G&R's precisions :math:`\varphi_d = 1/(2\ell_d^2)` of an :class:`~gpc_ref.kernels.SEKernel`.
+    r"""G&R's precisions φ_d = 1/(2ℓ_d²) of an :class:`~gpc_ref.kernels.SEKernel`.
 
     Parameters
     ----------
@@ -105,14 +105,14 @@ def precisions_from_kernel(kernel: SEKernel) -> np.ndarray:
 
 
 def kernel_from_precisions(kernel: SEKernel, phi: ArrayLike) -> SEKernel:
-    r"""A copy of ``kernel`` with lengthscales :math:`\ell_d = 1/\sqrt{2\varphi_d}` (the variance is kept).
+    r"""A copy of ``kernel`` with lengthscales ℓ_d = 1/√(2φ_d) (the variance is kept).
 
     Parameters
     ----------
     kernel : SEKernel
         Supplies everything but the lengthscales (and whether they are ARD).
     phi : array_like (1,) or (D,)
-        Positive precisions :math:`\varphi_d`.
+        Positive precisions φ_d.
 
     Returns
     -------
@@ -128,7 +128,7 @@ class ImportanceStep:
     """One importance-sampling estimate of the precisions (G&R eqs 4.5, 4.7).
 
     ``phi_mean`` is the weighted mean of the sampled precisions; ``effective_sample_size``
-    (Kish, :math:`1/\\sum_s w_s^2`) shows how many samples carried the estimate;
+    (Kish, 1/∑_s w_s²) shows how many samples carried the estimate;
     ``n_failed`` counts samples whose covariance would not factorise (weight zero).
     """
 
@@ -149,44 +149,44 @@ def importance_sample_precisions(
 ) -> ImportanceStep:
     r"""Posterior mean of the kernel precisions by importance sampling (G&R eqs 4.5, 4.7).
 
-    Draws :math:`\varphi^s_d \sim \operatorname{Exp}(\widetilde\psi_d)` (rate
-    :math:`\widetilde\psi_d`, mean :math:`1/\widetilde\psi_d`) and weights each sample
-    by the unnormalised :math:`Q(\varphi)` over the prior, normalised over the samples:
+    Draws φ^s_d ~ Exp(ψ̃_d) (rate
+    ψ̃_d, mean 1/ψ̃_d) and weights each sample
+    by the unnormalised Q(φ) over the prior, normalised over the samples:
 
     .. math:: \widetilde\varphi \approx \sum_s \varphi^s w(\varphi^s),\qquad
               \log w(\varphi^s) = \sum_c\Bigl[\log N(\boldsymbol\mu^c \mid 0, K_{\varphi^s})
               - \tfrac12\tr\bigl(K_{\varphi^s}^{-1}\Sigma_c\bigr)\Bigr] + \text{const},
 
     the sum running over the columns c of ``M`` that share this kernel. The trace
-    term is the rest of :math:`E_{Q(\mathbf f^c)}[\log N(\mathbf f^c|0, K_\varphi)]`;
+    term is the rest of E_(Q(f^c))[log N(f^c|0, K_φ)];
     eq 4.5 and Appendix A.3 as printed omit it (``include_trace=False``
     reproduces the printed weights). The book shows that without it the
     precisions all collapse towards zero on the toy problem of §6.1.
 
-    :math:`\Sigma_c = K_{\widetilde\varphi}(I + K_{\widetilde\varphi})^{-1}`
-    belongs to the current kernel (``kernel``). With :math:`K_{\widetilde\varphi} = \tilde L\tilde L^T` and
-    :math:`I + \tilde L^T\tilde L = G G^T`, :math:`\Sigma = S S^T` with
-    :math:`S = \tilde L G^{-T}` (push-through identity), so the trace is
-    :math:`\|L_s^{-1} S\|_F^2` for the factor :math:`L_s` of :math:`K_{\varphi^s}`:
+    Σ_c = K_φ̃(I + K_φ̃)⁻¹
+    belongs to the current kernel (``kernel``). With K_φ̃ = L̃L̃ᵀ and
+    I + L̃ᵀL̃ = G Gᵀ, Σ = S Sᵀ with
+    S = L̃ G⁻ᵀ (push-through identity), so the trace is
+    ‖L_s⁻¹ S‖_F² for the factor L_s of K_(φ^s):
     no inverse is formed. A sample whose covariance does not factorise with the
     kernel's own jitter gets weight zero and is counted in ``n_failed``.
 
     Parameters
     ----------
     kernel : SEKernel
-        The current kernel :math:`K_{\widetilde\varphi}`; supplies the variance,
+        The current kernel K_φ̃; supplies the variance,
         jitter and whether there is one precision or one per input.
     X : array_like (n, D)
         Training inputs.
     M : array_like (n,) or (n, C)
-        Posterior means :math:`\boldsymbol\mu^c` of the GP columns that share ``kernel``.
+        Posterior means μ^c of the GP columns that share ``kernel``.
     psi : array_like
-        Current rates :math:`\widetilde\psi_d` (length 1 or D).
+        Current rates ψ̃_d (length 1 or D).
     rng : numpy.random.Generator or int
     n_samples : int
-        Importance samples :math:`\varphi^s`.
+        Importance samples φ^s.
     include_trace : bool
-        Include :math:`-\tfrac12\tr(K_{\varphi}^{-1}\Sigma_c)` in the weights (default) or not (as printed).
+        Include -½ tr(K_φ⁻¹Σ_c) in the weights (default) or not (as printed).
 
     Returns
     -------
@@ -233,19 +233,19 @@ def importance_sample_precisions(
 
 
 def update_psi(phi: ArrayLike, prior_shape: float = 1e-3, prior_rate: float = 1e-3) -> np.ndarray:
-    r"""Posterior mean of the exponential rates, :math:`\widetilde\psi_d = (\sigma + 1)/(\tau + \widetilde\varphi_d)` (G&R eq 4.8).
+    r"""Posterior mean of the exponential rates, ψ̃_d = (σ + 1)/(τ + φ̃_d) (G&R eq 4.8).
 
     Parameters
     ----------
     phi : array_like
-        Precisions :math:`\widetilde\varphi_d`.
+        Precisions φ̃_d.
     prior_shape, prior_rate : float
-        :math:`\sigma, \tau` of the Gamma prior on ψ.
+        σ, τ of the Gamma prior on ψ.
 
     Returns
     -------
     ndarray
-        :math:`\widetilde\psi_d`, the shape of ``phi``.
+        ψ̃_d, the shape of ``phi``.
     """
     phi = np.asarray(phi, dtype=float)
     # G&R (2006) eq 4.8 (Q(ψ_d) = Γ(σ + 1, τ + φ̃_d), App. A.4)
@@ -298,37 +298,37 @@ def vb_probit_learn_kernel(
 
     Each iteration makes the sequential posterior-mean updates of §4.4:
 
-    1. Q(f): :math:`\boldsymbol\mu^c \leftarrow K_{\widetilde\varphi}(I + K_{\widetilde\varphi})^{-1}(\boldsymbol\mu^c + \mathbf p^c)` (eq 4.6);
-    2. Q(z): the truncated-Gaussian means :math:`\widetilde z_i^c` at the new means :math:`\mu_i^c` (eqs 4.3, 4.4;
-       footnote 6 for binary), giving the next :math:`P`; the bound,
+    1. Q(f): μ^c ← K_φ̃(I + K_φ̃)⁻¹(μ^c + p^c) (eq 4.6);
+    2. Q(z): the truncated-Gaussian means z̃_i^c at the new means μ_i^c (eqs 4.3, 4.4;
+       footnote 6 for binary), giving the next P; the bound,
        conditioned on the current kernel, is recorded;
-    3. :math:`\widetilde\varphi \leftarrow \sum_s \varphi^s w(\varphi^s)` (eq 4.7, :func:`importance_sample_precisions`,
+    3. φ̃ ← ∑_s φ^s w(φ^s) (eq 4.7, :func:`importance_sample_precisions`,
        by default with the trace term the printed eq 4.5 omits);
-    4. :math:`\widetilde\psi_d \leftarrow (\sigma+1)/(\tau + \widetilde\varphi_d)` (eq 4.8).
+    4. ψ̃_d ← (σ+1)/(τ + φ̃_d) (eq 4.8).
 
-    Q(f) uses the plug-in :math:`K_{\widetilde\varphi}^{-1}` for
-    :math:`E[K_\varphi^{-1}]` (G&R App. A.1), and the weights are random,
+    Q(f) uses the plug-in K_φ̃⁻¹ for
+    E[K_φ⁻¹] (G&R App. A.1), and the weights are random,
     so the bound is not guaranteed to rise here (it is for a fixed kernel).
     The initial precisions are those of ``kernel`` (the paper started from
-    :math:`\varphi_d = 1`, i.e. ``lengthscale = 1/√2``), and the means :math:`\boldsymbol\mu^c` start at zero.
+    φ_d = 1, i.e. ``lengthscale = 1/√2``), and the means μ^c start at zero.
 
     Parameters
     ----------
     kernel : SEKernel or sequence of SEKernel
         One kernel shared by all classes (one φ for all, weights multiplied over
-        classes) or one per class (G&R's general class-specific precisions, :math:`\varphi_k` in the paper). A scalar lengthscale learns
+        classes) or one per class (G&R's general class-specific precisions, φ_k in the paper). A scalar lengthscale learns
         one common precision, an array one per input (ARD).
     X : array_like (n, D)
         Training inputs.
     t : array_like (n,)
-        Classes :math:`c_i` (codes 0..C−1), or labels :math:`y_i` = ±1 with ``binary=True``.
+        Classes c_i (codes 0..C−1), or labels y_i = ±1 with ``binary=True``.
     rng : numpy.random.Generator or int
     n_iter : int
         Number of iterations (the paper ran 50).
     n_importance_samples : int
         Samples per importance step (the paper used 500).
     prior_shape, prior_rate : float
-        :math:`\sigma, \tau` of the Gamma prior on ψ (the paper: 1e-3 for the toy, vague).
+        σ, τ of the Gamma prior on ψ (the paper: 1e-3 for the toy, vague).
     n_classes : int, optional
         C (default ``max(t) + 1``; ignored with ``binary=True``).
     binary : bool
@@ -416,7 +416,7 @@ class BoundFit:
     vb : VBResult
         The VB posterior at that kernel: the one the search evaluated there (not a rerun).
     lower_bound : float
-        :math:`\mathcal L` there.
+        ℒ there.
     converged : bool
         The projected gradient passed :func:`gpc_ref.hyperparameters.maximize`'s test, and the VB
         iterations at the returned kernel reached their fixed point (did not stop at ``vb_max_iter``).
@@ -449,8 +449,8 @@ class BoundFit:
 def vb_bound_gradient(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike, vb: VBResult) -> np.ndarray:
     r"""Gradient of the converged VB bound with respect to the kernel log-parameters (module docstring).
 
-    :math:`\partial\mathcal L/\partial\theta_j = \tfrac12\sum_c\operatorname{tr}\bigl((\boldsymbol\alpha_c
-    \boldsymbol\alpha_c^T - (I + K_c)^{-1})\,\partial_j K_c\bigr)`, the GP-regression evidence gradient
+    ∂ℒ/∂θ_j = ½∑_c tr((α_c
+    α_cᵀ - (I + K_c)⁻¹) ∂_j K_c), the GP-regression evidence gradient
     ([GPML] eq 5.9) with unit noise, valid at a fixed point of the VB iterations only.
 
     Parameters
@@ -489,18 +489,18 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
                              vb_tol_per_gradient: float = 0.1, progress: bool = False) -> BoundFit:  # fmt: skip
     r"""Kernel hyperparameters by maximising the VB lower bound at its fixed point (type-II ML on the bound).
 
-    For each :math:`\theta` the VB iterations are run to their fixed point (SQUAREM-accelerated, and
+    For each θ the VB iterations are run to their fixed point (SQUAREM-accelerated, and
     warm-started from the previous evaluation's Q(z): the first step is the Q(f) update of eq 4.6 at the
-    new kernel with that evaluation's :math:`\widetilde{\mathbf z}`), and
-    :math:`\mathcal L(\theta)` and its gradient (module docstring) go to
+    new kernel with that evaluation's z̃), and
+    ℒ(θ) and its gradient (module docstring) go to
     :func:`gpc_ref.hyperparameters.maximize`. Unlike G&R's importance sampler this is deterministic and
     stops on a gradient test; it learns every entry of ``kernel.theta`` (the signal variance included)
     that ``fixed`` does not name.
 
     The VB iterations of one evaluation are capped at ``vb_max_iter``. An evaluation that reaches the
-    cap is kept: its bound is the bound of a (not quite optimal) :math:`Q`, still a lower bound on the
+    cap is kept: its bound is the bound of a (not quite optimal) Q, still a lower bound on the
     evidence, and its gradient is approximate; the next evaluation continues from its
-    :math:`\widetilde{\mathbf z}`. ``trace`` and ``n_vb_capped`` report such evaluations, and if the
+    z̃. ``trace`` and ``n_vb_capped`` report such evaluations, and if the
     returned kernel's own VB run stopped at the cap the fit is not ``converged`` and a
     :class:`~gpc_ref.validation.ConvergenceWarning` names ``vb_max_iter``. The posterior returned is the
     one computed at the returned kernel during the search (no rerun).
@@ -512,7 +512,7 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
     X : ndarray (n, D)
         Training inputs.
     t : array (n,)
-        Classes :math:`c_i` (codes 0..C−1), or labels :math:`y_i` = ±1 with ``binary=True``.
+        Classes c_i (codes 0..C−1), or labels y_i = ±1 with ``binary=True``.
     n_classes : int, optional
         C (default ``max(t) + 1``).
     binary : bool
@@ -520,17 +520,17 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
     fixed : sequence of str
         Kernel parameter names held at their starting values (for per-class kernels, in every class).
     likelihood : MultinomialProbitLikelihood, optional
-        The quadrature rule of the expectations over :math:`u` (default 48 nodes).
+        The quadrature rule of the expectations over u (default 48 nodes).
     n_restarts, rng, max_iter, tol, progress
         As in :func:`gpc_ref.hyperparameters.maximize`.
     vb_tol : float
-        The VB iterations' tolerance at each :math:`\theta` (tight: the gradient assumes a fixed point).
+        The VB iterations' tolerance at each θ (tight: the gradient assumes a fixed point).
     vb_max_iter : int
         The cap on the VB iterations (evaluations of the fixed-point map) of one evaluation.
     vb_tol_per_gradient : float
-        Far from the optimum the VB iterations stop when the residual of :math:`\boldsymbol\alpha`
-        (:math:`\sqrt{\text{tolerance}}`) is this multiple of the previous evaluation's relative gradient
-        (largest free component over max(1, |bound|)), between :math:`\sqrt{\text{vb\_tol}}` and 1e-3:
+        Far from the optimum the VB iterations stop when the residual of α
+        (√tolerance) is this multiple of the previous evaluation's relative gradient
+        (largest free component over max(1, abs(bound))), between √vb_tol and 1e-3:
         an inexact gradient where only its direction matters. Near the optimum (relative gradient within
         ten times ``tol``) the evaluation is redone at ``vb_tol``, so the value and gradient the search stops
         on are those of a fixed point. 0 runs every evaluation to ``vb_tol``. On 200 penguins and on the
@@ -538,8 +538,8 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
         1e-4 in the log-parameters) with 27–52 % fewer inner iterations than 0.
     warm_start : bool
         Start each evaluation's VB iterations from the previous evaluation's Q(z) (its
-        :math:`\widetilde{\mathbf z}`; every start of the search begins from :math:`\boldsymbol\mu = 0`);
-        ``False`` starts every evaluation from :math:`\boldsymbol\mu = 0`. The fixed point, and so the
+        z̃; every start of the search begins from μ = 0);
+        ``False`` starts every evaluation from μ = 0. The fixed point, and so the
         optimum, is the same (a test checks it); only the iterations differ.
 
     Returns

@@ -11,7 +11,7 @@ shape (m,); C classes: means (m, C), covariances (m, C, C)), ``predict_proba`` (
 ``fit``; ``get_params(deep=True)`` with ``kernel__<name>`` for ``GridSearchCV``. scikit-learn is
 imported only when scikit-learn itself asks for the tags.
 
-Notation: :math:`n` training points, :math:`m` test points, :math:`C` classes (the book's notation page).
+Notation: n training points, m test points, C classes (the book's notation page).
 """
 
 from .base import GPCBase

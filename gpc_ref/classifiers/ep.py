@@ -28,7 +28,7 @@ class EPGPC(GPCBase):
         Starting (or fixed) kernel. None gives a unit SE kernel for the probit and, for the
         label-noise likelihood, K&G's starting covariance (their footnote 7): ``SEKernel(variance=1,
         lengthscale=1/√0.05, bias=1e-4, jitter=1e-3, learn_bias=True, learn_jitter=True)``; the
-        jitter is their latent noise :math:`v_2`.
+        jitter is their latent noise v_2.
     optimize : bool
         Learn the hyperparameters (``method`` says how) or keep ``kernel``.
     rng : int or numpy.random.Generator
@@ -43,7 +43,7 @@ class EPGPC(GPCBase):
         For ``method="em"``: SQUAREM-extrapolated EM (the default; same fixed points) or K&G's plain EM,
         which can need thousands of E-steps (:func:`gpc_ref.ep_learning.em_ep`).
     likelihood : {"probit", "label_noise"}
-        :math:`\Phi(yf)`, or K&G's eq 9 :math:`\epsilon + (1-2\epsilon)H(yf)` with the latent noise in
+        Φ(yf), or K&G's eq 9 ε + (1-2ε)H(yf) with the latent noise in
         the kernel.
     epsilon : float
         Starting (or fixed) labelling-error rate for ``"label_noise"``.

@@ -17,9 +17,9 @@ __all__ = ["KLGPC"]
 class KLGPC(GPCBase):
     r"""Binary Gaussian process classifier by the KL method (Opper & Archambeau 2009; Nickisch & Rasmussen 2008 §3.5).
 
-    The posterior over the latent values is the Gaussian :math:`q(\mathbf f) = N(\mathbf m, V)` that
+    The posterior over the latent values is the Gaussian q(f) = N(m, V) that
     maximises the evidence lower bound
-    :math:`\mathcal L = \sum_i E_q[\log p(y_i\mid f_i)] - \operatorname{KL}(q\,\|\,p(\mathbf f))`
+    ℒ = ∑_i E_q[log p(y_i | f_i)] - KL(q ‖ p(f))
     (:func:`gpc_ref.kl.kl_gaussian`); with ``optimize`` the kernel's hyperparameters maximise the same
     bound (:func:`gpc_ref.kl.maximize_kl_bound`, exact gradient). ``predict_proba`` integrates the
     likelihood against the Gaussian latent predictive: exactly for the probit, by the rule
@@ -36,7 +36,7 @@ class KLGPC(GPCBase):
     progress : bool
         Show a progress bar over the restarts.
     likelihood : {"logistic", "probit"}
-        :math:`\sigma(yf)` or :math:`\Phi(yf)`.
+        σ(yf) or Φ(yf).
     fixed : tuple of str
         Kernel parameter names (``kernel.theta_names``) held fixed while learning.
     n_restarts : int
@@ -52,11 +52,11 @@ class KLGPC(GPCBase):
         ``classes_[1]`` is the paper's y = +1.
     kernel_ : SEKernel
     log_marginal_likelihood_ : float
-        The maximised bound :math:`\mathcal L` at ``kernel_``: a *lower bound* on the log evidence
+        The maximised bound ℒ at ``kernel_``: a *lower bound* on the log evidence
         (up to the one-dimensional quadrature's error, about 1e-10 per point), not an approximation that
         may lie on either side of it.
     posterior_ : KLResult
-        Its ``converged`` is True only when the gradient of :math:`\mathcal L` in :math:`(\mathbf m, V)`
+        Its ``converged`` is True only when the gradient of ℒ in (m, V)
         passed its test.
     hyperparameter_fit_ : KLFit or None
         The search (its ``converged``: the projected gradient in the log-hyperparameters passed its test).

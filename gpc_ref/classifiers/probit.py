@@ -117,7 +117,7 @@ class VBProbitGPC(GPCBase):
     ----------
     kernel : SEKernel, list of SEKernel, or None
         Shared kernel (a unit SE kernel if None) or one per class. G&R's
-        :math:`\exp(-\sum_d\varphi_d(x_d - x'_d)^2)` is ``SEKernel(lengthscale=1/sqrt(2 phi))``.
+        exp(-∑_d φ_d(x_d - x'_d)²) is ``SEKernel(lengthscale=1/sqrt(2 phi))``.
     optimize : bool
         Learn the kernel first (see ``method``), or keep ``kernel``.
     rng : int or numpy.random.Generator
@@ -413,7 +413,7 @@ class SparseIVM(GPCBase):
         Indices (into the training data) of the included points, in inclusion order.
     log_marginal_likelihood_ : float
         The sequential (prequential) estimate of the log evidence of the active set's labels,
-        :math:`\sum_l \log P(t_{n_l} \mid \text{points included before } n_l)` (eq 5.5 at each
+        ∑_l log P(t_(n_l) | points included before n_l) (eq 5.5 at each
         inclusion). It covers S labels, not all n, so it is not comparable with the other
         estimators' evidences.
     training_log_predictive_ : float

@@ -15,12 +15,12 @@ All log-likelihoods are evaluated in log space (``np.logaddexp``,
 
 References
 ----------
-- [WB98] Williams & Barber (1998): logistic likelihood, Newton iteration.
+- [WB98] Williams & Barber (1998): logistic likelihood, Newton iteration; §4: the softmax likelihood.
 - [GM00] Gibbs & MacKay (2000), eq 23: MacKay's probit approximation.
 - [MacKay92] MacKay (1992): the evidence framework for classification.
 - [KG03] Kim & Ghahramani, eq 9: the label-noise likelihood.
 - [GR06] Girolami & Rogers (2006), eqs 3.1, 4.3, 4.4, 5.5 and Appendix B: the multinomial probit.
-- [GPML] Rasmussen & Williams (2006), §3.4–3.6, eq 3.82 (the probit integral).
+- [GPML] Rasmussen & Williams (2006), §3.4–3.6, eq 3.82 (the probit integral); §3.5: the softmax.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "ProbitLikelihood",
     "LabelNoiseLikelihood",
     "MultinomialProbitLikelihood",
+    "SoftmaxLikelihood",
     "SIGMOID_PREDICTIONS",
 ]
 
@@ -565,3 +566,38 @@ class MultinomialProbitLikelihood:
         P[np.arange(n), t] = 0.0
         P[np.arange(n), t] = -P.sum(axis=1)  # eq 4.4
         return P, log_Z
+
+
+class SoftmaxLikelihood:
+    r"""The multi-class softmax likelihood of Williams & Barber (1998 §4; GPML §3.5).
+
+    .. math:: P(c_i = k \mid \mathbf f_i) = \frac{\exp f_i^k}{\sum_{c=1}^C \exp f_i^c},
+
+    evaluated in log space (:math:`f_i^k - \log\sum_c e^{f_i^c}`), so that it stays finite for latent
+    values in the thousands. The same interface as :class:`MultinomialProbitLikelihood`: class codes
+    ``t`` hold :math:`c_i \in 0..C-1` and ``M`` the n × C latent values :math:`f_i^c`. The softmax Laplace
+    approximation (:mod:`gpc_ref.laplace_multiclass`) uses this likelihood through its own closed-form
+    derivatives; this class is what :func:`gpc_ref.exact.ais_log_evidence` anneals to.
+    """
+
+    name = "softmax"
+
+    def __repr__(self) -> str:
+        return "SoftmaxLikelihood()"
+
+    def log_p(self, t: ArrayLike, M: ArrayLike) -> np.ndarray:
+        """log P(c_i | f_i) for every point i, shape (n,).
+
+        Parameters
+        ----------
+        t : array-like (n,)
+            Classes c_i, codes 0..C−1.
+        M : array-like (n, C)
+            Latent values f_i^c.
+
+        Returns
+        -------
+        ndarray (n,)
+        """
+        t, M = MultinomialProbitLikelihood._check(t, M)
+        return M[np.arange(M.shape[0]), t] - logsumexp(M, axis=1)

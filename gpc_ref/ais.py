@@ -222,9 +222,9 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
     :math:`(\ln\ell, \ln\sigma_f) = (-3, 4)` 1000 temperatures and 32 chains give log weights with a
     standard deviation of 4.0 (0.42 with the defaults below) and estimates off by up to 1.3 nats.
     ``start="auto"`` starts from a Gaussian close to the posterior: EP's for the probit and label-noise
-    likelihoods, EP's of the probit model :math:`\Phi(\sqrt{\pi/8}\,f)` for the logistic one (EP [Minka01], :func:`gpc_ref.ep.expectation_propagation`),
-    the softmax Laplace approximation (W&B 1998) for the softmax (and, for softmax(1.2 f), for the
-    multinomial probit). That Gaussian is only the proposal: the estimate stays unbiased whatever it is,
+    likelihoods, EP's of the probit model :math:`\Phi(\sqrt{\pi/8}\,f)` for the logistic one (EP [Minka01],
+    :func:`gpc_ref.ep.expectation_propagation`), the softmax Laplace approximation (W&B 1998) for the
+    softmax (and, for softmax(1.2 f), for the multinomial probit). That Gaussian is only the proposal: the estimate stays unbiased whatever it is,
     and a poor one shows as spread weights (a small effective sample size and a large standard error),
     not as a bias.
 

@@ -241,15 +241,15 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
     (−3, 4), with an effective sample size of 2.) Beyond n = 50 the schedule is not part of the stored
     validation; two runs on 151 biopsies at (1, 4) gave −28.066 ± 0.028 and −28.101 ± 0.024 against the
     exact −28.075 ± 0.003. Cost, with one BLAS thread on one core of a 2-core machine shared with other
-    jobs (so upper figures): 4–38 s per call at n = 50 (the validation's measured seconds) and 31–63 s
-    at n = 151. Per temperature a call draws S Gaussian vectors (S·N² flops, N the number of latent
+    jobs: 3–18 s per call at n = 50 (the stored validation's measured seconds; up to 38 s when the machine
+    was more loaded) and 31–63 s at n = 151. Per temperature a call draws S Gaussian vectors (S·N² flops, N the number of latent
     values) and evaluates the likelihood S · (2 to 10) times in the slice shrinkage.
 
     Multi-class calls cost C times more per draw, and the multinomial probit's quadrature about five
     times more per evaluation. ``reproduce/multiclass_gold.py`` (``book/results/multiclass_gold.json``)
     checks the defaults against brute-force Monte Carlo (softmax) and the orthant probability
     (multinomial probit) on three points and three classes, and on the three-class toy (n = 30) runs
-    T = 1000, S = 128 over a 3 × 3 grid at 7–32 s per call: the softmax Laplace start serves well except
+    T = 1000, S = 128 over a 3 × 3 grid at 4–10 s per call: the softmax Laplace start serves well except
     at short :math:`\ell` and large :math:`\sigma_f` ((−1, 2): effective sample size 26 of 128, standard
     error 0.18 nats, spread of three runs 0.30), where T must be raised; read the effective sample size.
 

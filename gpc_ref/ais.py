@@ -242,8 +242,8 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
     validation; two runs on 151 biopsies at (1, 4) gave −28.066 ± 0.028 and −28.101 ± 0.024 against the
     exact −28.075 ± 0.003. Cost, with one BLAS thread on one core of a 2-core machine shared with other
     jobs: 3–18 s per call at n = 50 (the stored validation's measured seconds; up to 38 s when the machine
-    was more loaded) and 31–63 s at n = 151. Per temperature a call draws S Gaussian vectors (S·N² flops, N the number of latent
-    values) and evaluates the likelihood S · (2 to 10) times in the slice shrinkage.
+    was more loaded) and 31–63 s at n = 151. Per temperature a call draws S Gaussian vectors (S·N² flops,
+    N the number of latent values) and evaluates the likelihood S · (2 to 10) times in the slice shrinkage.
 
     Multi-class calls cost C times more per draw, and the multinomial probit's quadrature about five
     times more per evaluation. ``reproduce/multiclass_gold.py`` (``book/results/multiclass_gold.json``)

@@ -39,8 +39,11 @@ Modules, and what each holds:
 - :mod:`gpc_ref.gibbs`: Albert–Chib Gibbs samplers for the binary and multinomial probit models.
 - :mod:`gpc_ref.ivm`: the sparse multi-class informative vector machine.
 - :mod:`gpc_ref.exact`: ground truth for small problems: quadrature, elliptical slice sampling,
-  annealed importance sampling, probit orthant probabilities, and the effective sample size of a
-  chain (``autocorrelation``, ``effective_sample_size``).
+  probit and multinomial-probit orthant probabilities (Genz with Botev's tilting, with a standard
+  error), and the effective sample size of a chain (``autocorrelation``, ``effective_sample_size``);
+  ``ais_log_evidence`` is re-exported from :mod:`gpc_ref.ais`.
+- :mod:`gpc_ref.ais`: annealed importance sampling for the evidence, binary and multi-class, from a
+  Gaussian close to the posterior (the Comparison part's gold standard where no orthant probability exists).
 - :mod:`gpc_ref.selfcheck`: checks of a student's implementation of an algorithm box against the
   reference.
 - :mod:`gpc_ref.metrics`: error rates with error bars, test log-likelihood, Brier score, calibration.

@@ -2,25 +2,25 @@ r"""Likelihoods p(y | f) for binary classification and Gaussian–sigmoid integr
 
 Notation (book symbol ← code name):
 
-- :math:`y \in \{-1, +1\}` ← ``y`` (W&B, K&G, GPML); G&M's :math:`t = (y+1)/2 \in \{0,1\}` ← ``t``.
-- :math:`f` ← ``f``, the latent function value at a training input.
-- :math:`\sigma(z) = 1/(1+e^{-z})` the logistic sigmoid; :math:`\Phi` the standard normal CDF,
-  :math:`\phi` its density.
-- :math:`\mu, s^2` ← ``mu, var``: mean and variance of a Gaussian latent :math:`f_* \sim N(\mu, s^2)`.
-- :math:`\epsilon` ← ``epsilon`` (K&G's labelling-error rate), :math:`v` ← ``latent_noise``
-  (K&G's :math:`v_2`).
+- y ∈ {-1, +1} ← ``y`` (W&B, K&G, GPML); G&M's t = (y+1)/2 ∈ {0,1} ← ``t``.
+- f ← ``f``, the latent function value at a training input.
+- σ(z) = 1/(1+e^(-z)) the logistic sigmoid; Φ the standard normal CDF,
+  ϕ its density.
+- μ, s² ← ``mu, var``: mean and variance of a Gaussian latent f_∗ ~ N(μ, s²).
+- ε ← ``epsilon`` (K&G's labelling-error rate), v ← ``latent_noise``
+  (K&G's v_2).
 
 All log-likelihoods are evaluated in log space (``np.logaddexp``,
 ``scipy.special.log_ndtr``) so that they stay finite for f in the hundreds, of either sign.
 
 References
 ----------
-- [WB98] Williams & Barber (1998): logistic likelihood, Newton iteration.
+- [WB98] Williams & Barber (1998): logistic likelihood, Newton iteration; §4: the softmax likelihood.
 - [GM00] Gibbs & MacKay (2000), eq 23: MacKay's probit approximation.
 - [MacKay92] MacKay (1992): the evidence framework for classification.
 - [KG03] Kim & Ghahramani, eq 9: the label-noise likelihood.
 - [GR06] Girolami & Rogers (2006), eqs 3.1, 4.3, 4.4, 5.5 and Appendix B: the multinomial probit.
-- [GPML] Rasmussen & Williams (2006), §3.4–3.6, eq 3.82 (the probit integral).
+- [GPML] Rasmussen & Williams (2006), §3.4–3.6, eq 3.82 (the probit integral); §3.5: the softmax.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ __all__ = [
     "ProbitLikelihood",
     "LabelNoiseLikelihood",
     "MultinomialProbitLikelihood",
+    "SoftmaxLikelihood",
     "SIGMOID_PREDICTIONS",
 ]
 
@@ -118,11 +119,11 @@ def normal_pdf_over_cdf(z: ArrayLike) -> np.ndarray:
 
 
 class BinaryLikelihood:
-    r"""A likelihood :math:`p(y|f) = g(yf)` of a sigmoid link :math:`g`, labels :math:`y \in \{-1, +1\}`.
+    r"""A likelihood p(y|f) = g(yf) of a sigmoid link g, labels y ∈ {-1, +1}.
 
-    Subclasses give :math:`\log g(z)` and its first three derivatives in :math:`z = yf`; the
-    derivatives in :math:`f` follow by the chain rule, :math:`\partial^k/\partial f^k = y^k\,\partial^k/\partial z^k`
-    (:math:`y^2 = 1`).
+    Subclasses give log g(z) and its first three derivatives in z = yf; the
+    derivatives in f follow by the chain rule, ∂^k/∂f^k = y^k ∂^k/∂z^k
+    (y² = 1).
     """
 
     name = "binary"
@@ -133,7 +134,7 @@ class BinaryLikelihood:
         Parameters
         ----------
         z : array-like
-            The margins :math:`z = yf`, any shape.
+            The margins z = yf, any shape.
 
         Returns
         -------
@@ -153,7 +154,7 @@ class BinaryLikelihood:
         Returns
         -------
         d1, d2, d3 : ndarray
-            :math:`d^k \\log g/dz^k` for k = 1, 2, 3, each the shape of ``z``.
+            d^k log g/dz^k for k = 1, 2, 3, each the shape of ``z``.
         """
         raise NotImplementedError  # pragma: no cover - abstract
 
@@ -198,8 +199,8 @@ class BinaryLikelihood:
 class LogisticLikelihood(BinaryLikelihood):
     r"""p(y | f) = σ(y f), W&B's and G&M's likelihood.
 
-    With :math:`t = (y+1)/2` and :math:`\pi = \sigma(f)` (W&B's notation), the derivatives of
-    :math:`\log p(y|f)` in :math:`f` are
+    With t = (y+1)/2 and π = σ(f) (W&B's notation), the derivatives of
+    log p(y|f) in f are
 
     .. math:: t - \pi, \qquad -\pi(1-\pi), \qquad -\pi(1-\pi)(1-2\pi).
     """
@@ -261,15 +262,15 @@ class LogisticLikelihood(BinaryLikelihood):
 class ProbitLikelihood(BinaryLikelihood):
     r"""p(y | f) = Φ(y f), the likelihood of EP (K&G, GPML §3.6) and of G&R's binary model.
 
-    With :math:`z = yf` and :math:`r = \phi(z)/\Phi(z)` the derivatives of :math:`\log\Phi(z)` in
-    :math:`z` are
+    With z = yf and r = ϕ(z)/Φ(z) the derivatives of log Φ(z) in
+    z are
 
     .. math:: r, \qquad -r(z + r), \qquad r\,\bigl((z+r)(z+2r) - 1\bigr).
 
     For z < −20 the last two lose precision to cancellation and their asymptotic series are
     used instead (relative error below 1e-7 there).
 
-    The predictive integral is exact: :math:`\int \Phi(f) N(f|\mu,s^2)\,df = \Phi(\mu/\sqrt{1+s^2})`
+    The predictive integral is exact: ∫ Φ(f) N(f|μ,s²) df = Φ(μ/√(1+s²))
     (GPML eq 3.82).
     """
 
@@ -296,12 +297,12 @@ class ProbitLikelihood(BinaryLikelihood):
         Parameters
         ----------
         z : array-like
-            The margins :math:`yf`; below −20 the series replace the closed forms of d2 and d3.
+            The margins yf; below −20 the series replace the closed forms of d2 and d3.
 
         Returns
         -------
         d1, d2, d3 : ndarray
-            :math:`r`, :math:`-r(z + r)`, :math:`r((z+r)(z+2r) - 1)` (class docstring), each of the shape of ``z``.
+            r, -r(z + r), r((z+r)(z+2r) - 1) (class docstring), each of the shape of ``z``.
         """
         z = np.asarray(z, dtype=float)
         r = normal_pdf_over_cdf(z)
@@ -345,8 +346,8 @@ class LabelNoiseLikelihood:
     .. math:: p(y|f) = \epsilon + (1 - 2\epsilon)\,\Phi\!\left(\frac{y f}{\sqrt{v}}\right),
 
     the step function H(y f) blurred by Gaussian latent noise of variance
-    :math:`v`. ``latent_noise=0`` gives the hard step
-    :math:`\epsilon + (1-2\epsilon)H(yf)`; ``epsilon=0`` and ``latent_noise=1``
+    v. ``latent_noise=0`` gives the hard step
+    ε + (1-2ε)H(yf); ``epsilon=0`` and ``latent_noise=1``
     give the probit likelihood.
     """
 
@@ -421,7 +422,7 @@ class LabelNoiseLikelihood:
         Returns
         -------
         ndarray
-            :math:`\\epsilon + (1-2\\epsilon)\\Phi(\\mu/\\sqrt{v + s^2})`.
+            ε + (1-2ε)Φ(μ/√(v + s²)).
         """
         return np.exp(self.log_integral(np.ones_like(np.asarray(mean, dtype=float)), mean, var))
 
@@ -429,18 +430,18 @@ class LabelNoiseLikelihood:
 class MultinomialProbitLikelihood:
     r"""The multinomial probit of Girolami & Rogers (eq 3.1), the shared core of VB, Gibbs and the IVM.
 
-    Each point i has C latent values :math:`\mathbf f_i = (f_i^1, \dots, f_i^C)`; auxiliary
-    :math:`z_i^c = f_i^c + \epsilon_i^c`, :math:`\epsilon_i^c \sim N(0, 1)`, and
-    :math:`c_i = \arg\max_c z_i^c`. Integrating :math:`\mathbf z_i` out, for the observed class :math:`k`,
+    Each point i has C latent values f_i = (f_i¹, …, f_i^C); auxiliary
+    z_i^c = f_i^c + ε_i^c, ε_i^c ~ N(0, 1), and
+    c_i = argmax_c z_i^c. Integrating z_i out, for the observed class k,
 
     .. math:: P(c_i = k \mid \mathbf f_i) = E_{u}\Bigl[\prod_{j\ne k}\Phi(u + f_i^k - f_i^j)\Bigr],
               \qquad u \sim N(0, 1).
 
-    Every expectation over :math:`u` is computed by Gauss–Hermite quadrature
+    Every expectation over u is computed by Gauss–Hermite quadrature
     with ``n_nodes`` nodes, in log space; the paper used 1000 Monte Carlo
-    samples. Class codes ``t`` hold the classes :math:`c_i`, 0..C−1 (the paper's :math:`t_n`, 1..K, minus
-    one), and ``M`` the n × C latent values :math:`f_i^c` (the paper's :math:`\mathbf M`, :math:`m_{nk}`), or the
-    posterior means :math:`\mu_i^c` where the callers pass those.
+    samples. Class codes ``t`` hold the classes c_i, 0..C−1 (the paper's t_n, 1..K, minus
+    one), and ``M`` the n × C latent values f_i^c (the paper's M, m_nk), or the
+    posterior means μ_i^c where the callers pass those.
     """
 
     name = "multinomial_probit"
@@ -493,7 +494,7 @@ class MultinomialProbitLikelihood:
         return logsumexp(S + self._log_w, axis=1)
 
     def predict(self, mean: ArrayLike, var: ArrayLike) -> np.ndarray:
-        r"""P(c_i = k) for latent values :math:`f_i^c \sim N(\mu_i^c, \sigma_{ci}^2)` independently (G&R §4.5, App. B, eq 5.5).
+        r"""P(c_i = k) for latent values f_i^c ~ N(μ_i^c, σ_ci²) independently (G&R §4.5, App. B, eq 5.5).
 
         .. math:: P(c_i = k) = E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_{ki} + \mu_i^k - \mu_i^j}{v_{ji}}\Bigr)\Bigr],
                   \quad v_{ji} = \sqrt{1 + \sigma_{ji}^2}.
@@ -501,14 +502,14 @@ class MultinomialProbitLikelihood:
         Parameters
         ----------
         mean : array-like (n, C)
-            The means :math:`\mu_i^c`.
+            The means μ_i^c.
         var : array-like (n, C) or broadcastable to it
-            The variances :math:`\sigma_{ci}^2`, non-negative.
+            The variances σ_ci², non-negative.
 
         Returns
         -------
         ndarray (n, C)
-            Entry (i, k) is :math:`P(c_i = k)`. Its rows sum to one up to the quadrature error (about
+            Entry (i, k) is P(c_i = k). Its rows sum to one up to the quadrature error (about
             1e-10 with the default nodes), which is not hidden by renormalising.
         """
         mean = np.asarray(mean, dtype=float)
@@ -529,26 +530,26 @@ class MultinomialProbitLikelihood:
     def cone_mean_shift(self, t: ArrayLike, M: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         r"""P = E[z_i] − f_i for z_i ~ N(f_i, I) truncated to the cone of class c_i (G&R eqs 4.3, 4.4).
 
-        For the observed class :math:`k = c_i` and :math:`c \ne k`:
+        For the observed class k = c_i and c ≠ k:
 
         .. math:: p_i^c = -\frac{E_u[\phi(u + f_i^k - f_i^c)\,\Phi_u^{i,k,c}]}
                                 {E_u[\prod_{j\ne k}\Phi(u + f_i^k - f_i^j)]},\qquad
                   p_i^k = -\sum_{c\ne k} p_i^c,
 
-        with :math:`\Phi_u^{i,k,c} = \prod_{j\ne k,c}\Phi(u + f_i^k - f_i^j)`. In VB the means
-        :math:`f_i^c` passed are the posterior means :math:`\mu_i^c`, and ``M + P`` holds :math:`\widetilde z_i^c`.
+        with Φ_u^(i,k,c) = ∏_(j ≠ k,c)Φ(u + f_i^k - f_i^j). In VB the means
+        f_i^c passed are the posterior means μ_i^c, and ``M + P`` holds z̃_i^c.
 
         Parameters
         ----------
         t, M : array-like
-            Classes :math:`c_i` (n,) and latent values :math:`f_i^c` (n, C), as for :meth:`log_p`.
+            Classes c_i (n,) and latent values f_i^c (n, C), as for :meth:`log_p`.
 
         Returns
         -------
         P : ndarray (n, C)
-            The mean shifts :math:`p_i^c`; each row sums to zero (eq 4.4).
+            The mean shifts p_i^c; each row sums to zero (eq 4.4).
         log_Z : ndarray (n,)
-            ``log_Z[i]`` is :math:`\log\mathcal Z_i = \log P(c_i \mid \mathbf f_i)`, the log of the denominator
+            ``log_Z[i]`` is log 𝒵_i = log P(c_i | f_i), the log of the denominator
             (the normaliser of the truncated Gaussian).
         """
         t, M = self._check(t, M)
@@ -571,3 +572,38 @@ class MultinomialProbitLikelihood:
         P[rows, t] = 0.0
         P[rows, t] = -P.sum(axis=1)  # eq 4.4
         return P, log_Z
+
+
+class SoftmaxLikelihood:
+    r"""The multi-class softmax likelihood of Williams & Barber (1998 §4; GPML §3.5).
+
+    .. math:: P(c_i = k \mid \mathbf f_i) = \frac{\exp f_i^k}{\sum_{c=1}^C \exp f_i^c},
+
+    evaluated in log space (f_i^k - log ∑_c e^(f_i^c)), so that it stays finite for latent
+    values in the thousands. The same interface as :class:`MultinomialProbitLikelihood`: class codes
+    ``t`` hold c_i ∈ 0..C-1 and ``M`` the n × C latent values f_i^c. The softmax Laplace
+    approximation (:mod:`gpc_ref.laplace_multiclass`) uses this likelihood through its own closed-form
+    derivatives; this class is what :func:`gpc_ref.exact.ais_log_evidence` anneals to.
+    """
+
+    name = "softmax"
+
+    def __repr__(self) -> str:
+        return "SoftmaxLikelihood()"
+
+    def log_p(self, t: ArrayLike, M: ArrayLike) -> np.ndarray:
+        """log P(c_i | f_i) for every point i, shape (n,).
+
+        Parameters
+        ----------
+        t : array-like (n,)
+            Classes c_i, codes 0..C−1.
+        M : array-like (n, C)
+            Latent values f_i^c.
+
+        Returns
+        -------
+        ndarray (n,)
+        """
+        t, M = MultinomialProbitLikelihood._check(t, M)
+        return M[np.arange(M.shape[0]), t] - logsumexp(M, axis=1)

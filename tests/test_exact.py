@@ -33,6 +33,9 @@ from gpc_ref.exact import effective_sample_size
 from gpc_ref.exact import elliptical_slice_sampling
 from gpc_ref.exact import elliptical_slice_step
 from gpc_ref.exact import importance_sampling_evidence
+from gpc_ref.exact import multinomial_probit_orthant_evidence
+from gpc_ref.exact import probit_orthant_evidence
+from gpc_ref.exact import probit_orthant_log_evidence
 from gpc_ref.exact import quadrature_posterior
 from gpc_ref.kernels import SEKernel
 from gpc_ref.likelihoods import LogisticLikelihood
@@ -375,6 +378,94 @@ def test_chain_diagnostics_refuse_bad_chains(bad):
 def test_autocorrelation_refuses_a_lag_beyond_the_chain():
     with pytest.raises(ValueError, match="max_lag"):
         autocorrelation(np.arange(5.0), max_lag=5)
+
+
+# --------------------------------------------------------------------------- the orthant probability
+@pytest.mark.parametrize("variance", [0.5, 3.0, 100.0])
+def test_orthant_evidence_matches_the_bivariate_normal_cdf(variance):
+    """n = 2: scipy's bivariate normal CDF is exact (Genz's bvn, 1e-15); the prior variance reaches 100."""
+    K, y = small_problem(2, variance=variance)
+    exact = np.log(multivariate_normal(np.zeros(2), np.outer(y, y) * (K + np.eye(2))).cdf(np.zeros(2)))
+    result = probit_orthant_evidence(K, y, tol=1e-5)
+    assert result.converged and result.std_error <= 1e-5
+    assert result.log_evidence == pytest.approx(exact, abs=N_SIGMA * result.std_error)
+    assert result.log_evidence <= result.log_upper_bound  # Botev's bound ψ* ≥ log p(y)
+
+
+@pytest.mark.parametrize("variance", [0.5, 3.0])
+def test_orthant_evidence_matches_quadrature(variance):
+    K, y = small_problem(3, variance=variance)
+    exact = quadrature_posterior(K, probit_log_lik(y)).log_evidence
+    result = probit_orthant_evidence(K, y, tol=1e-5)
+    assert result.log_evidence == pytest.approx(exact, abs=N_SIGMA * result.std_error)
+    assert result.log_evidence <= result.log_upper_bound
+
+
+def test_a_single_probit_point_has_orthant_probability_one_half():
+    result = probit_orthant_evidence(np.array([[7.0]]), np.array([-1.0]))
+    assert result.log_evidence == np.log(0.5) and result.std_error == 0.0
+
+
+def test_orthant_evidence_against_a_plain_monte_carlo_count():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(8, 2))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=8) > 0, 1.0, -1.0)
+    K = SEKernel(variance=4.0, lengthscale=1.0).K(X)
+    exact = probit_orthant_evidence(K, y)
+    draws = np.random.default_rng(0).multivariate_normal(np.zeros(8), K + np.eye(8), size=400_000)
+    frequency = np.mean(np.all(y * draws > 0, axis=1))
+    assert abs(frequency - np.exp(exact.log_evidence)) < N_SIGMA * np.sqrt(frequency * (1 - frequency) / 400_000)
+
+
+def test_orthant_standard_error_matches_the_spread_of_repeated_runs():
+    """At a large-σ_f corner of a 30-point problem: ten randomisations, reported s.e. against their spread."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 1))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=30) > 0, 1.0, -1.0)
+    K = SEKernel(variance=np.exp(8.0), lengthscale=0.3).K(X)
+    runs = [probit_orthant_evidence(K, y, rng=seed, tol=1.0) for seed in range(10)]  # one round each
+    estimates = np.array([run.log_evidence for run in runs])
+    ratio = np.sqrt(np.mean([run.std_error**2 for run in runs])) / np.std(estimates, ddof=1)
+    assert 0.5 < ratio < 2.0
+    assert np.all(estimates <= runs[0].log_upper_bound)
+
+
+def test_orthant_evidence_is_reproducible_and_warns_when_the_budget_runs_out():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2))
+    K = SEKernel(variance=2.0, lengthscale=1.0).K(X)
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    assert probit_orthant_log_evidence(K, y) == probit_orthant_log_evidence(K, y)
+    assert probit_orthant_log_evidence(K, y, rng=5) == probit_orthant_log_evidence(K, y, rng=5)
+    with pytest.warns(ConvergenceWarning, match="raise max_points"):
+        result = probit_orthant_evidence(K, y, tol=1e-9, max_points=2**15)
+    assert not result.converged and result.n_samples == 2**15
+    with pytest.raises(ValueError, match="-1, \\+1"):
+        probit_orthant_evidence(K, np.where(y > 0, 1.0, 0.0))
+    with pytest.raises(ValueError, match="tol"):
+        probit_orthant_evidence(K, y, tol=0.0)
+
+
+def test_two_class_multinomial_probit_is_the_binary_probit_orthant():
+    """C = 2: z⁰ − z¹ ~ N(0, 2(K + I)), so p(c) is the probit orthant probability with labels 1 − 2c."""
+    K, _ = small_problem(3)
+    codes = np.array([0, 1, 0])
+    multinomial = multinomial_probit_orthant_evidence(K, codes, rng=1)
+    binary = probit_orthant_evidence(K, 1.0 - 2.0 * codes, rng=1)
+    assert multinomial.log_evidence == pytest.approx(binary.log_evidence, abs=1e-12)
+
+
+def test_multinomial_probit_orthant_against_simulated_argmax():
+    """n = 3, C = 3, one kernel per class: count how often argmax_c(f_i^c + ε_i^c) = c_i for every i."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 2))
+    K = np.stack([SEKernel(variance=v, lengthscale=1.0).K(X) for v in (0.5, 2.0, 4.0)])
+    codes = np.array([0, 2, 1])
+    exact = multinomial_probit_orthant_evidence(K, codes, tol=1e-4)
+    F = np.stack([np.linalg.cholesky(K[c]) @ rng.standard_normal((3, 400_000)) for c in range(3)], axis=2)
+    hits = np.all((F + rng.standard_normal(F.shape)).argmax(axis=2) == codes[:, None], axis=0)
+    frequency = hits.mean()
+    assert abs(frequency - np.exp(exact.log_evidence)) < N_SIGMA * np.sqrt(frequency * (1 - frequency) / 400_000)
 
 
 # --------------------------------------------------------------------------- reproducibility

@@ -173,3 +173,31 @@ class TestMultinomialProbit:
             self.likelihood.log_p(np.array([0]), np.zeros(3))
         with pytest.raises(ValueError, match="n_nodes"):
             lk.MultinomialProbitLikelihood(n_nodes=1)
+
+
+class TestSoftmax:
+    likelihood = lk.SoftmaxLikelihood()
+
+    def test_log_p_is_the_log_of_the_softmax(self):
+        M = np.array([[0.3, -0.4, 1.0], [2.0, 1.0, 0.0]])
+        t = np.array([2, 0])
+        expected = np.log(np.exp(M[np.arange(2), t]) / np.exp(M).sum(axis=1))
+        np.testing.assert_allclose(self.likelihood.log_p(t, M), expected, rtol=1e-14)
+
+    def test_two_classes_reduce_to_the_logistic(self):
+        M = np.array([[0.3, -0.4], [2.0, 1.0], [-1.0, 3.0]])
+        t = np.array([0, 1, 0])
+        y = np.where(t == 0, 1.0, -1.0)
+        expected = lk.LogisticLikelihood().log_p(y, M[:, 0] - M[:, 1])
+        np.testing.assert_allclose(self.likelihood.log_p(t, M), expected, rtol=1e-14)
+
+    def test_extreme_values_stay_finite(self):
+        M = np.array([[1000.0, -1000.0, 0.0], [-1000.0, 1000.0, 0.0]])
+        log_p = self.likelihood.log_p(np.array([1, 1]), M)
+        np.testing.assert_allclose(log_p, [-2000.0, 0.0])
+
+    def test_bad_input_raises(self):
+        with pytest.raises(ValueError, match=r"codes \[3\] outside 0\.\.2"):
+            self.likelihood.log_p(np.array([3]), np.zeros((1, 3)))
+        with pytest.raises(ValueError, match=r"shape \(n, C\)"):
+            self.likelihood.log_p(np.array([0]), np.zeros(3))

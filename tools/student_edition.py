@@ -169,7 +169,7 @@ def build_index(root: Path) -> tuple[dict[str, Target], dict[str, str], dict[str
         if found is None:
             continue
         chapters[doc] = chapter
-        counters = {"equation": 0, "figure": 0, "table": 0, "exercise": 0, "algorithm": 0}
+        counters = {"equation": 0, "figure": 0, "table": 0, "exercise": 0, "algorithm": 0, "theorem": 0}
 
         def number(kind, chapter=chapter, counters=counters):
             counters[kind] += 1
@@ -197,11 +197,16 @@ def build_index(root: Path) -> tuple[dict[str, Target], dict[str, str], dict[str
                         index[math["label"]] = Target(doc, "equation", number("equation"), "")
                 continue
             options = block.options or {}
-            kinds = {"exercise": "exercise", "prf:algorithm": "algorithm", "glue:figure": "figure"}
+            kinds = {
+                "exercise": "exercise",
+                "prf:algorithm": "algorithm",
+                "prf:theorem": "theorem",
+                "glue:figure": "figure",
+            }
             kinds.update({"figure": "figure", "table": "table"})
             kind = kinds.get(block.name)
             label = options.get("label") or options.get("name")
-            if kind in ("exercise", "algorithm"):
+            if kind in ("exercise", "algorithm", "theorem"):
                 index[label or f"{doc}-{kind}-{counters[kind] + 1}"] = Target(doc, kind, number(kind), block.argument)
             elif kind and label:
                 caption = block.argument if kind == "table" else block.body.strip()
@@ -329,7 +334,13 @@ class Converter:
         target = self.index.get(label)
         if target is None:
             raise ValueError(f"{self.doc}: {{{role}}}`{content}` names no label of the book")
-        names = {"figure": "Fig.", "table": "Table", "exercise": "Exercise", "algorithm": "Algorithm"}
+        names = {
+            "figure": "Fig.",
+            "table": "Table",
+            "exercise": "Exercise",
+            "algorithm": "Algorithm",
+            "theorem": "Theorem",
+        }
         if role == "eq":
             return self.link(text or f"Eq. ({target.number})", target)
         if role in ("numref", "prf:ref") or (role == "ref" and target.kind in names and not text):

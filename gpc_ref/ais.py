@@ -75,8 +75,10 @@ MULTINOMIAL_PROBIT_AS_SOFTMAX = 1.7 / float(np.sqrt(2.0))
 class AISEstimate(EvidenceEstimate):
     """:func:`ais_log_evidence`'s result: an :class:`~gpc_ref.exact.EvidenceEstimate` and how it was made.
 
-    Attributes (beyond ``log_evidence``, ``std_error``, ``effective_sample_size`` and ``n_samples`` = the
-    number of chains)
+    It has the attributes of :class:`~gpc_ref.exact.EvidenceEstimate` (``log_evidence``, ``std_error``,
+    ``effective_sample_size`` and ``n_samples``, the number of chains) and these.
+
+    Attributes
     ----------
     start : str
         The Gaussian the annealing started from: ``"ep"``, ``"laplace"`` or ``"prior"``.

@@ -11,8 +11,20 @@ Each chapter calls :func:`record` once per paper number it reruns. The call
 ``tests/test_reproductions.py`` then checks every row of the file against the glued value in its
 chapter's stored outputs, and the Comparison part renders the file as the scoreboard page.
 
-Columns: paper, table_or_figure, quantity, paper_value, our_value, our_error_bar, protocol, status,
-chapter_label, note. ``status`` is one of :data:`STATUSES`.
+Columns: :data:`COLUMNS`. ``status`` is one of :data:`STATUSES`:
+
+- ``"reproduced"``: equal to the paper's number to the precision it prints;
+- ``"within error bars"``: the difference is at most two combined error bars (:func:`agreement`);
+- ``"explained: paper error"``: the paper's number follows from an error in the paper, shown numerically by an
+  entry of the book's errata page that the note links (``errata-...``);
+- ``"explained: protocol not stated"``: under the protocols the paper leaves open, our values bracket the
+  paper's (:func:`brackets`), and the chapter shows both;
+- ``"explained: mechanism"``: an experiment in the chapter changes one thing and isolates the cause;
+- ``"open"``: none of these; the note lists the experiments tried.
+
+``yardstick`` says what the error bars are (:data:`YARDSTICKS`); ``paper_error_bar`` is the paper's own, as it
+prints it, or empty. Rows whose ``table_or_figure`` is ``"Conclusion"`` record a published conclusion that the
+book checks (``paper_value`` None); the scoreboard page lists them in a table of their own.
 
 Paper-scale runs and timings, which a chapter cannot recompute within its time limit or print
 deterministically, are stored by :func:`save_results` as ``book/results/<name>.json`` with their
@@ -35,6 +47,10 @@ import sys
 __all__ = [
     "COLUMNS",
     "STATUSES",
+    "YARDSTICKS",
+    "check_yardstick",
+    "combined_error",
+    "brackets",
     "glue_name",
     "read_scoreboard",
     "agreement",
@@ -44,9 +60,14 @@ __all__ = [
     "load_results",
 ]
 
-COLUMNS = ("paper", "table_or_figure", "quantity", "paper_value", "our_value", "our_error_bar", "protocol",
-           "status", "chapter_label", "note")  # fmt: skip
+COLUMNS = ("paper", "table_or_figure", "quantity", "paper_value", "paper_error_bar", "our_value", "our_error_bar",
+           "yardstick", "protocol", "status", "chapter_label", "note")  # fmt: skip
 STATUSES = ("reproduced", "within error bars", "explained: paper error", "explained: protocol not stated", "explained: mechanism", "open")  # fmt: skip
+# What an error bar is. ``yardstick`` is one of these for ours, followed by ``"; paper: "`` and one of these for the
+# paper's when the paper gives an error bar, e.g. "se of the mean over splits; paper: sd over splits".
+YARDSTICKS = ("binomial sd", "binomial se", "sd over splits", "se of the mean over splits", "sd over draws",
+              "se of the mean over draws", "se of the mean over folds", "se of the mean over starts",
+              "standard error")  # fmt: skip
 
 
 def glue_name(paper: str, table_or_figure: str, quantity: str) -> str:
@@ -81,24 +102,119 @@ def read_scoreboard(path: str = "reproductions.csv") -> list[dict[str, str]]:
     if not os.path.exists(path):
         return []
     with open(path, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+        # a file written before a column existed reads that column as empty
+        return [{column: row.get(column) or "" for column in COLUMNS} for row in csv.DictReader(handle)]
+
+
+def check_yardstick(yardstick: str, *, paper_error_bar: bool) -> str:
+    """Validate a ``yardstick``: one of :data:`YARDSTICKS` for our error bar, then ``"; paper: "`` and one for the
+    paper's exactly when the paper gives one.
+
+    Parameters
+    ----------
+    yardstick : str
+        E.g. ``"binomial sd"`` or ``"se of the mean over splits; paper: sd over splits"``.
+    paper_error_bar : bool
+        Whether the row has a paper error bar.
+
+    Returns
+    -------
+    str
+        ``yardstick``, unchanged.
+    """
+    if not isinstance(yardstick, str):
+        raise ValueError(f"yardstick must be a string; got {yardstick!r}")
+    ours, _, paper = yardstick.partition("; paper: ")
+    if ours not in YARDSTICKS:
+        raise ValueError(f"yardstick must start with one of {YARDSTICKS}; got {yardstick!r}")
+    if paper_error_bar and paper not in YARDSTICKS:
+        raise ValueError(f"with a paper_error_bar, yardstick must end with '; paper: ' and one of {YARDSTICKS}; "
+                         f"got {yardstick!r}")  # fmt: skip
+    if not paper_error_bar and paper:
+        raise ValueError(f"yardstick names the paper's error bar but paper_error_bar is None; got {yardstick!r}")
+    return yardstick
+
+
+def combined_error(our_error_bar: float | None, paper_error_bar: float | None = None, *,
+                   paper_sample_size: int | None = None) -> float:  # fmt: skip
+    """The standard error of the difference between our estimate and the paper's.
+
+    ``sqrt(ours² + paper's²)``: the two estimates are independent (different runs, splits or draws), so their
+    variances add. The paper's bar enters as a standard error of its number: a standard error as printed, or,
+    when the paper prints a standard deviation over ``paper_sample_size`` splits or draws of which its number is
+    the mean, that sd divided by ``sqrt(paper_sample_size)``. Our bar is used as given: a standard error of our
+    mean, or, when the paper's number is one split or one draw, the spread (sd) of single splits or draws, which
+    is the yardstick for one of them.
+
+    Parameters
+    ----------
+    our_error_bar, paper_error_bar : float or None
+        None counts as zero.
+    paper_sample_size : int, optional
+        The number of splits or draws over which the paper's ``paper_error_bar`` is a standard deviation.
+
+    Returns
+    -------
+    float
+    """
+    ours = 0.0 if our_error_bar is None else float(our_error_bar)
+    paper = 0.0 if paper_error_bar is None else float(paper_error_bar)
+    if ours < 0 or paper < 0 or not (math.isfinite(ours) and math.isfinite(paper)):
+        raise ValueError(f"error bars must be finite and non-negative; got {our_error_bar!r}, {paper_error_bar!r}")
+    if paper_sample_size is not None:
+        if int(paper_sample_size) < 1:
+            raise ValueError(f"paper_sample_size must be a positive integer; got {paper_sample_size!r}")
+        paper /= math.sqrt(int(paper_sample_size))
+    return math.hypot(ours, paper)
+
+
+def brackets(paper_value: float, our_values) -> bool:
+    """Whether our values under the protocols the paper leaves open bracket the paper's value.
+
+    The test of the status ``"explained: protocol not stated"``: the paper's number lies between the smallest
+    and the largest of our numbers, one per reading of the protocol (e.g. two training-set sizes), so a reading
+    the paper allows gives it.
+
+    Parameters
+    ----------
+    paper_value : float
+    our_values : sequence of float
+        At least two: ours under each protocol the paper leaves open.
+
+    Returns
+    -------
+    bool
+    """
+    values = [float(value) for value in our_values]
+    if len(values) < 2:
+        raise ValueError(f"our_values must hold at least two values, one per protocol; got {our_values!r}")
+    return min(values) <= float(paper_value) <= max(values)
 
 
 def agreement(paper_value: float, our_value: float, our_error_bar: float | None, *,
+              paper_error_bar: float | None = None, paper_sample_size: int | None = None,
               resolution: float = 0.0) -> str | None:  # fmt: skip
     """The status a comparison earns by itself, or None when it needs an explanation.
 
     ``"reproduced"`` when the two values differ by at most ``resolution`` (the precision the paper
     prints, e.g. 0.005 for a rate given to two decimals, 0 for counts); ``"within error bars"`` when
-    they differ by at most two of our standard errors; otherwise None, and the chapter must run the
-    experiment that explains the gap (status ``"not reproduced: explained"``) or say it is open.
+    they differ by at most two combined error bars, :func:`combined_error` (ours and the paper's as a
+    standard error of its number); otherwise None, and the chapter must run the experiment that explains
+    the gap (one of the ``"explained: ..."`` statuses) or record it as ``"open"``.
 
     Parameters
     ----------
     paper_value, our_value : float
         The paper's number and ours.
     our_error_bar : float or None
-        One standard error of ours (binomial, or over splits); None if there is none.
+        Ours: a standard error (binomial, or of a mean over splits), or the sd over splits or draws when
+        the paper's number is a single split or draw; None if there is none.
+    paper_error_bar : float, optional
+        The paper's own error bar, as printed: a standard error, or a standard deviation over
+        ``paper_sample_size`` splits or draws.
+    paper_sample_size : int, optional
+        Give it when ``paper_error_bar`` is a standard deviation over that many splits or draws (it is then
+        divided by the square root).
     resolution : float
         Half the last printed digit of the paper's number, or 0.
 
@@ -109,7 +225,9 @@ def agreement(paper_value: float, our_value: float, our_error_bar: float | None,
     difference = abs(float(paper_value) - float(our_value))
     if difference <= resolution:
         return "reproduced"
-    if our_error_bar is not None and difference <= 2.0 * float(our_error_bar):
+    if our_error_bar is None and paper_error_bar is None:
+        return None
+    if difference <= 2.0 * combined_error(our_error_bar, paper_error_bar, paper_sample_size=paper_sample_size):
         return "within error bars"
     return None
 
@@ -125,7 +243,8 @@ def _number(value, name):
 
 def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: float | None, our_value: float,
            our_error_bar: float | None = None, protocol: str, status: str, chapter_label: str, note: str = "",
-           path: str = "reproductions.csv", glue: bool = True) -> float:  # fmt: skip
+           paper_error_bar: float | None = None, yardstick: str | None = None, path: str = "reproductions.csv",
+           glue: bool = True) -> float:  # fmt: skip
     """Write one reproduced number to the scoreboard and glue it; returns ``our_value`` as a float.
 
     Parameters
@@ -141,7 +260,7 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
     our_value : float
         The chapter's number, computed (round it to what is meaningful first).
     our_error_bar : float, optional
-        One standard error (binomial, or over splits), or None.
+        Our error bar (see :func:`agreement`), or None.
     protocol : str
         How ours was obtained (splits, seeds, settings), briefly.
     status : str
@@ -149,7 +268,15 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
     chapter_label : str
         The MyST label of the chapter (or section) that computes it.
     note : str
-        Why a difference remains, with the experiment that explains it.
+        Why a difference remains, with the experiment that explains it; for ``"explained: paper error"`` the
+        label of the errata entry (``errata-...``, required); for ``"open"`` the experiments tried (the tests
+        require one).
+    paper_error_bar : float, optional
+        The paper's own error bar as it prints it (None if it gives none).
+    yardstick : str, optional
+        What the error bars are (:func:`check_yardstick`); required when ``our_error_bar`` or
+        ``paper_error_bar`` is given, e.g. ``"binomial sd"``, ``"se of the mean over splits; paper: sd over splits"``,
+        except on a ``"Conclusion"`` row, whose error bar is a standard error by default (``"standard error"``).
     path : str
         The CSV file (default ``reproductions.csv`` in the current directory).
     glue : bool
@@ -161,14 +288,26 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
     """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}; got {status!r}")
+    if status == "explained: paper error" and "errata-" not in note:
+        raise ValueError(f"status 'explained: paper error' needs the errata entry's label (errata-...) in the note; "
+                         f"got {note!r}")  # fmt: skip
+    if yardstick is None and table_or_figure == "Conclusion" and paper_error_bar is None:
+        yardstick = "standard error" if our_error_bar is not None else ""
+    elif yardstick is None:
+        if our_error_bar is not None or paper_error_bar is not None:
+            raise ValueError("yardstick is required when an error bar is given: one of " + repr(YARDSTICKS))
+        yardstick = ""
+    else:
+        check_yardstick(yardstick, paper_error_bar=paper_error_bar is not None)
     for name, text in (("paper", paper), ("table_or_figure", table_or_figure), ("quantity", quantity),
                        ("protocol", protocol), ("chapter_label", chapter_label)):  # fmt: skip
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"{name} must be a non-empty string; got {text!r}")
     row = {"paper": paper, "table_or_figure": table_or_figure, "quantity": quantity,
-           "paper_value": _number(paper_value, "paper_value"), "our_value": _number(our_value, "our_value"),
-           "our_error_bar": _number(our_error_bar, "our_error_bar"), "protocol": protocol, "status": status,
-           "chapter_label": chapter_label, "note": note}  # fmt: skip
+           "paper_value": _number(paper_value, "paper_value"),
+           "paper_error_bar": _number(paper_error_bar, "paper_error_bar"), "our_value": _number(our_value, "our_value"),
+           "our_error_bar": _number(our_error_bar, "our_error_bar"), "yardstick": yardstick, "protocol": protocol,
+           "status": status, "chapter_label": chapter_label, "note": note}  # fmt: skip
     if row["our_value"] == "":
         raise ValueError("our_value must be a number")
     key = (paper, table_or_figure, quantity)

@@ -13,6 +13,8 @@ import pytest
 
 from gpc_ref.reproduction import COLUMNS
 from gpc_ref.reproduction import STATUSES
+from gpc_ref.reproduction import YARDSTICKS
+from gpc_ref.reproduction import check_yardstick
 from gpc_ref.reproduction import glue_name
 from gpc_ref.reproduction import read_scoreboard
 from gpc_ref.reproduction import record
@@ -25,11 +27,52 @@ def test_record_upserts_sorted_rows_and_validates(tmp_path):
     path = str(tmp_path / "board.csv")
     common = dict(protocol="10 splits", status="reproduced", chapter_label="x-chapter", path=path, glue=False)
     assert record("WB98", "Table 1", "crabs errors", paper_value=3, our_value=3.5, **common) == 3.5
-    record("GR06", "Table 1", "Iris error (%)", paper_value=4.08, our_value=4.2, our_error_bar=0.4, **common)
+    record(
+        "GR06",
+        "Table 1",
+        "Iris error (%)",
+        paper_value=4.08,
+        our_value=4.2,
+        our_error_bar=0.4,
+        paper_error_bar=2.16,
+        yardstick="se of the mean over splits; paper: sd over splits",
+        **common,
+    )
     record("WB98", "Table 1", "crabs errors", paper_value=3, our_value=4.0, **common)  # replaces the row
     rows = read_scoreboard(path)
     assert [r["paper"] for r in rows] == ["GR06", "WB98"] and rows[1]["our_value"] == "4.0"
-    assert list(rows[0]) == list(COLUMNS) and rows[1]["our_error_bar"] == ""
+    assert list(rows[0]) == list(COLUMNS) and rows[1]["our_error_bar"] == "" and rows[1]["yardstick"] == ""
+    assert rows[0]["paper_error_bar"] == "2.16" and rows[0]["yardstick"].startswith("se of the mean")
+    # an error bar needs its yardstick, from the list, and the paper's part exactly when the paper gives one
+    with pytest.raises(ValueError, match="yardstick"):
+        record("WB98", "T", "q", paper_value=1, our_value=1, our_error_bar=0.5, **common)
+    with pytest.raises(ValueError, match="yardstick"):
+        record("WB98", "T", "q", paper_value=1, our_value=1, our_error_bar=0.5, yardstick="roughly", **common)
+    with pytest.raises(ValueError, match="paper"):
+        record(
+            "WB98",
+            "T",
+            "q",
+            paper_value=1,
+            our_value=1,
+            our_error_bar=0.5,
+            paper_error_bar=0.2,
+            yardstick="binomial sd",
+            **common,
+        )
+    with pytest.raises(ValueError, match="paper_error_bar is None"):
+        check_yardstick("binomial sd; paper: sd over splits", paper_error_bar=False)
+    assert all(check_yardstick(y, paper_error_bar=False) == y for y in YARDSTICKS)
+    # a conclusion (the comparison chapters' call, without the new arguments): no paper value, a standard error
+    record("NR08", "Conclusion", "EP's evidence is the closest", paper_value=None, our_value=-0.5,
+           our_error_bar=0.1, protocol="toy grid, nats", status="open", chapter_label="x-chapter", path=path,
+           glue=False, note="one problem only")  # fmt: skip
+    conclusion = [r for r in read_scoreboard(path) if r["table_or_figure"] == "Conclusion"][0]
+    assert conclusion["paper_value"] == "" and conclusion["yardstick"] == "standard error"
+    # explained by a paper error: the note must name the errata entry
+    with pytest.raises(ValueError, match="errata"):
+        record("WB98", "T", "q", paper_value=1, our_value=2, note="a misprint", **{**common, "status":
+               "explained: paper error"})  # fmt: skip
     with pytest.raises(ValueError, match="status"):
         record("WB98", "T", "q", paper_value=1, our_value=1, **{**common, "status": "close enough"})
     with pytest.raises(ValueError, match="finite"):
@@ -46,6 +89,28 @@ def test_agreement_statuses():
     assert agreement(3, 6, 1.7) == "within error bars"
     assert agreement(3, 6, 1.4) is None
     assert agreement(68, 66, None) is None
+    # the combined error of the difference: 1.4 and the paper's se 0.8 give 1.612, two of which exceed 3
+    assert agreement(3, 6, 1.4, paper_error_bar=0.8) == "within error bars"
+    # a paper sd over 50 splits enters as sd / sqrt(50): 2.16 / 7.07 = 0.305, so sqrt(0.87² + 0.305²) = 0.922
+    assert agreement(4.08, 6.0, 0.87, paper_error_bar=2.16, paper_sample_size=50) is None  # 1.92 > 1.844
+    assert agreement(4.08, 5.9, 0.87, paper_error_bar=2.16, paper_sample_size=50) == "within error bars"
+    assert agreement(4.08, 6.0, None, paper_error_bar=2.16, paper_sample_size=1) == "within error bars"
+
+
+def test_combined_error_and_brackets():
+    from gpc_ref.reproduction import brackets
+    from gpc_ref.reproduction import combined_error
+
+    assert combined_error(0.3, 0.4) == pytest.approx(0.5)
+    assert combined_error(0.3, 4.0, paper_sample_size=100) == pytest.approx(0.5)
+    assert combined_error(None, None) == 0.0
+    with pytest.raises(ValueError, match="non-negative"):
+        combined_error(-1.0)
+    with pytest.raises(ValueError, match="paper_sample_size"):
+        combined_error(1.0, 1.0, paper_sample_size=0)
+    assert brackets(3.65, [2.61, 4.12]) and not brackets(34.0, [31.77, 33.44])
+    with pytest.raises(ValueError, match="two"):
+        brackets(1.0, [1.0])
 
 
 def _glued_values():
@@ -75,16 +140,42 @@ def test_every_row_is_what_its_chapter_computes():
         assert tuple(reader.fieldnames) == COLUMNS
         rows = list(reader)
     glued = _glued_values()
+    errata = (BOOK / "errata.md").read_text(encoding="utf-8")
     problems = []
     for row in rows:
         key = (row["chapter_label"], glue_name(row["paper"], row["table_or_figure"], row["quantity"]))
         if row["status"] not in STATUSES:
             problems.append(f"{key}: status {row['status']!r}")
+        elif row["paper_value"] == "" and row["table_or_figure"] != "Conclusion":
+            problems.append(f"{key}: no paper value (only a Conclusion row may have none)")
+        elif (row["our_error_bar"] or row["paper_error_bar"]) and not row["yardstick"]:
+            problems.append(f"{key}: an error bar without its yardstick")
+        elif row["yardstick"] and not _yardstick_ok(row):
+            problems.append(f"{key}: yardstick {row['yardstick']!r} is not one of YARDSTICKS (; paper: ...)")
+        elif row["status"] == "open" and not row["note"].strip():
+            problems.append(f"{key}: an open row needs a note with the experiments tried")
+        elif row["status"] == "explained: paper error" and not _errata_labels(row["note"], errata):
+            problems.append(f"{key}: 'explained: paper error' needs a note naming an errata label of errata.md")
         elif key not in glued:
             problems.append(f"{key}: no glued value in the chapter labelled {row['chapter_label']}")
         elif float(glued[key]) != float(row["our_value"]):
             problems.append(f"{key}: file {row['our_value']} but the chapter computes {glued[key]}")
     assert not problems, "\n".join(problems)
+
+
+def _yardstick_ok(row):
+    try:
+        check_yardstick(row["yardstick"], paper_error_bar=row["paper_error_bar"] != "")
+    except ValueError:
+        return False
+    return True
+
+
+def _errata_labels(note, errata):
+    """The labels ``errata-...`` that the note names and that errata.md defines."""
+    import re
+
+    return [label for label in re.findall(r"errata-[a-z0-9-]*[a-z0-9]", note) if f"({label})=" in errata]
 
 
 def test_save_and_load_results_carry_provenance(tmp_path):

@@ -8,9 +8,8 @@ book/comparison_binary.ipynb). For each n, in one run with one BLAS thread:
 
 - the unit: the time of one Cholesky factorisation of this n×n kernel matrix
   (``gpc_ref.linalg.cholesky``) at the fixed hyperparameters (ln ℓ, ln σ_f) = (−1, 1);
-- each method of the comparison fitted at those fixed hyperparameters (``optimize=False``; the fastest of
-  ``repeats`` fits after one warm-up, since on a shared machine a slower run measures the other load; at
-  n ≥ 1000 the first fit alone): Laplace (logistic, probit), EP (parallel, the default), the
+- each method of the comparison fitted at those fixed hyperparameters (``optimize=False``; the mean of
+  ``repeats`` fits after one warm-up; at n ≥ 1000 the first fit alone): Laplace (logistic, probit), EP (parallel, the default), the
   Jaakkola–Jordan lower bound (the upper bound's fit runs the lower bound's first, then its own),
   VB probit, KL (logistic);
 - each method's learning run (``optimize=True``) from σ_f = 1, ℓ = 1, timed once; at n ≥ 1000 only for
@@ -22,10 +21,12 @@ each in seconds and in units of the Cholesky, with the iteration counts each met
 Newton steps, EP sweeps, L-BFGS steps over ν, VB iterations, natural-gradient steps; for learning, the
 outer optimiser's iterations) and the number of warnings; for EP the schedule that finished (``EPGPC``
 runs parallel EP and, if it fails to converge, restarts with the sequential schedule: a fit that says
-"sequential" paid for both). The estimators run with one BLAS thread inside (``gpc_ref.threads.BLAS_THREADS``); the Cholesky unit is timed under the same limit, as the fastest of
-``max(repeats, 5)`` factorisations. The machine's load average is printed before and after each n: a
-Cholesky of a few milliseconds is rarely interrupted while a fit of seconds shares the core with the
-other load, so on a loaded machine the units overstate the methods' costs.
+"sequential" paid for both). The estimators run with one BLAS thread inside (``gpc_ref.threads.BLAS_THREADS``); the Cholesky unit is timed under the same limit, as the mean over
+repeated factorisations lasting at least ``UNIT_SECONDS`` in all. The machine's load average is printed
+before and after each n: a Cholesky of a millisecond is rarely interrupted while a fit of seconds shares the
+core with the other load, so a unit timed over milliseconds would overstate the methods' costs in units
+(a trial at load 11 on 2 cores: 5× at n = 100); timed over seconds, the unit sees the same share of the
+core as the fits.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from gpc_ref.threads import limit_blas_threads
 JITTER = 1e-6
 FIXED = (-1.0, 1.0)  # (ln ℓ, ln σ_f) of the fixed-hyperparameter fits
 LARGE_N = 1000
+UNIT_SECONDS = 3.0  # the Cholesky unit: the mean over repeated factorisations lasting at least this long
 LEARN_AT_LARGE_N = ("laplace_probit", "ep")
 #: name -> (label, factory(kernel, optimize))
 METHODS = {
@@ -81,28 +83,33 @@ def fit_quietly(model, X, y):
     return len(caught)
 
 
-def fastest_seconds(func, repeats):
-    """The shortest wall-clock seconds of ``func()`` over ``repeats`` calls (after one warm-up call)."""
+def mean_seconds(func, repeats, min_total=0.0):
+    """Mean wall-clock seconds of ``func()`` over at least ``repeats`` calls lasting at least ``min_total`` seconds
+    in all (after one warm-up call).
+
+    The mean, not the fastest call, and a unit measured over seconds rather than milliseconds: on a shared
+    machine a call of a few milliseconds often runs uninterrupted while one of seconds shares the core, so only
+    timings spread over comparable spans see the same share of the core.
+    """
     func()
-    times = []
-    for _ in range(repeats):
-        begin = time.perf_counter()
+    count, begin = 0, time.perf_counter()
+    while count < repeats or time.perf_counter() - begin < min_total:
         func()
-        times.append(time.perf_counter() - begin)
-    return float(min(times))
+        count += 1
+    return (time.perf_counter() - begin) / count
 
 
 def cost_rows(n, repeats=3, methods=tuple(METHODS), learn=True):
     """The unit and every method's fixed and learning cost at size n, as a list of dicts (one per method).
 
-    ``repeats`` fits give the fastest at fixed hyperparameters for n < ``LARGE_N``; at larger n the first fit
+    ``repeats`` fits give the mean at fixed hyperparameters for n < ``LARGE_N``; at larger n the first fit
     is timed alone. Learning runs (``learn``) are timed once, at n ≥ ``LARGE_N`` only for ``LEARN_AT_LARGE_N``.
     """
     X, y = toy(n)
     kernel = SEKernel(variance=float(np.exp(2 * FIXED[1])), lengthscale=float(np.exp(FIXED[0])), jitter=JITTER)
     K = kernel.K(X)
     with limit_blas_threads(1):
-        unit = fastest_seconds(lambda: cholesky(K, name="K"), max(repeats, 5))
+        unit = mean_seconds(lambda: cholesky(K, name="K"), max(repeats, 5), min_total=UNIT_SECONDS)
     start = SEKernel(variance=1.0, lengthscale=1.0, jitter=JITTER)
     rows = []
     for name in methods:
@@ -112,7 +119,7 @@ def cost_rows(n, repeats=3, methods=tuple(METHODS), learn=True):
         warned = fit_quietly(model, X, y)
         fixed = time.perf_counter() - begin
         if n < LARGE_N:
-            fixed = fastest_seconds(lambda model=model: fit_quietly(model, X, y), repeats)
+            fixed = mean_seconds(lambda model=model: fit_quietly(model, X, y), repeats)
         row = {"n": n, "method": name, "label": label, "cholesky_seconds": unit, "fixed_seconds": fixed,
                "fixed_units": fixed / unit, "fixed_iterations": int(model.n_iter_), "fixed_warnings": warned,
                "fixed_schedule": getattr(model.posterior_, "schedule", "")}  # fmt: skip
@@ -154,7 +161,7 @@ def main(sizes=(100, 300, 1000), repeats=3):
     print(blas_threading())
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}")
     print(f"binary methods on make_gm_toy_1d(n, n), fixed (ln ℓ, ln σ_f) = {FIXED}, learning from σ_f = 1, ℓ = 1; "
-          f"fixed: the fastest of {repeats} fits (n < {LARGE_N}) or one; learning: one run; units: one Cholesky of the n×n kernel matrix")  # fmt: skip
+          f"fixed: the mean of {repeats} fits (n < {LARGE_N}) or one; learning: one run; units: one Cholesky of the n×n kernel matrix")  # fmt: skip
     rows = []
     for n in sizes:
         load_before = os.getloadavg()[0]

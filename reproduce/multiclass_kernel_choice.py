@@ -34,7 +34,7 @@ from gpc_ref.threads import limit_blas_threads
 from gpc_ref.vb_probit import vb_probit_multiclass
 
 DATA = ("iris", "wine")
-MAX_EVALUATIONS = 30
+MAX_EVALUATIONS = 20
 GIBBS = {"n_samples": 1000, "burn_in": 1000}
 
 

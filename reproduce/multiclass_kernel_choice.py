@@ -53,7 +53,7 @@ def at_kernel(kernel, X_tr, y_tr, X_te, y_te):
     return {"lengthscale": float(kernel.lengthscale), "variance": float(kernel.variance),
             "exact_log_evidence": gold.log_evidence, "exact_std_error": gold.std_error,
             "vb_bound": vb.log_marginal_likelihood_bound, "gibbs": scores(gibbs, X_te, y_te),
-            "gibbs_ess": float(gibbs.samples_.effective_sample_size)}  # fmt: skip
+            "gibbs_ess": float(gibbs.effective_sample_size_)}  # fmt: skip
 
 
 def one_set(name):

@@ -46,7 +46,7 @@ __all__ = [
 
 COLUMNS = ("paper", "table_or_figure", "quantity", "paper_value", "our_value", "our_error_bar", "protocol",
            "status", "chapter_label", "note")  # fmt: skip
-STATUSES = ("reproduced", "within error bars", "not reproduced: explained", "not reproduced: open")
+STATUSES = ("reproduced", "within error bars", "explained: paper error", "explained: protocol not stated", "explained: mechanism", "open")
 
 
 def glue_name(paper: str, table_or_figure: str, quantity: str) -> str:

@@ -239,3 +239,18 @@ def test_numbers_agree_with_the_built_book():
         assert shown and shown.group(1) == target.number, (label, target.number)
         checked += 1
     assert checked > 100
+
+
+def test_a_value_glued_in_another_chapter_is_pasted(tmp_path):
+    """``{glue:text}`other.ipynb::key:spec``` (myst-nb's cross-document form) reads the other chapter's outputs."""
+    (tmp_path / "book").mkdir()
+    other = {"cells": [code("glue('val', 2.5)", [glued("val", {"text/plain": "2.5"})])], "metadata": {},
+             "nbformat": 4, "nbformat_minor": 5}  # fmt: skip
+    (tmp_path / "book" / "other.ipynb").write_text(json.dumps(other), encoding="utf-8")
+    converter = student_edition.Converter(tmp_path, "book/chap", {}, {}, {}, {}, {})
+    assert converter.glued_text("other.ipynb::val:.2f") == "2.50"
+    assert converter.roles("a {glue:text}`other.ipynb::val:s` b") == "a 2.5 b"
+    with pytest.raises(ValueError, match="names no notebook"):
+        converter.glued_text("missing.ipynb::val:s")
+    with pytest.raises(ValueError, match="has no stored value"):
+        converter.glued_text("other.ipynb::nothing:s")

@@ -361,15 +361,26 @@ class Converter:
             return ", ".join(f"{self.bibliography[k][0]} [{self.bibliography[k][1]}]" for k in keys)
         return "[" + "; ".join(f"{a}, {y}" for a, y in (self.bibliography[k] for k in keys)) + "]"
 
+    def glued_text(self, content: str) -> str:
+        """The text of a ``{glue:text}`` role: ``key[:spec]`` from this notebook, or ``doc.ipynb::key[:spec]``
+        from another chapter's stored outputs (a path relative to this chapter, as myst-nb reads it)."""
+        other, separator, rest = content.rpartition("::")
+        key, _, spec = rest.partition(":")
+        glue = self.glue
+        if separator:
+            path = (self.root / self.doc).parent / other
+            if not path.exists():
+                raise ValueError(f"{self.doc}: {{glue:text}}`{content}` names no notebook {other!r}")
+            glue = glue_records(json.loads(path.read_text(encoding="utf-8")))
+        if key not in glue or "text/plain" not in glue[key]:
+            raise ValueError(f"{self.doc}: {{glue:text}}`{content}` has no stored value")
+        return format_glue(glue[key]["text/plain"], spec)
+
     def roles(self, text: str) -> str:
         def replace(match):
             role, content = match["role"], match["content"]
             if role.startswith("glue"):
-                key, _, spec = content.partition(":")
-                key = key.split("::")[-1]
-                if key not in self.glue or "text/plain" not in self.glue[key]:
-                    raise ValueError(f"{self.doc}: {{glue:text}}`{content}` has no stored value")
-                return escape_markdown(format_glue(self.glue[key]["text/plain"], spec))
+                return escape_markdown(self.glued_text(content))
             if role in ("ref", "numref", "eq", "prf:ref", "doc"):
                 return self.reference(role, content)
             if role.startswith("cite"):

@@ -2,11 +2,11 @@
 
 Extends ``reproduce/ais_validation.py`` (toy, n = 50) to biopsy (``stratified_split(y, 0.22, 0)``, n = 151,
 inputs standardised, jitter 1e-6) at two grid points of ``binary_grid_biopsy``: (ln ℓ, ln σ_f) = (2, 2),
-near the probit optimum, and (1.5, 3.5), the grid's corner of largest σ_f and shortest ℓ. Five independent
-runs of ``ais_log_evidence`` with its defaults (rng = 0, …, 4) per point, judged by the criteria of
+near the probit optimum, and (1.5, 3.5), the grid's corner of largest σ_f and shortest ℓ. Ten independent
+runs of ``ais_log_evidence`` with its defaults (rng = 0, …, 9) per point, judged by the criteria of
 ``ais_validation`` (mean within 0.05 nats and two reported standard errors of the exact value; the reported
-standard error against the spread of the runs). With five runs instead of ten, ``passes`` is None: the
-spread of five runs is itself uncertain by about a third, so the ratio is reported, not judged.
+standard error between 0.5 and 2 times the spread of the runs; at least 80 % of the runs within two of their
+standard errors), as issue 21 asks of the regime the gold standard is used in.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ais_validation import judged
 from gpc_ref.likelihoods import ProbitLikelihood
 
 POINTS = [(2.0, 2.0), (1.5, 3.5)]
-N_RUNS = 5
+N_RUNS = 10
 
 
 def main():

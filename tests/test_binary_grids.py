@@ -74,9 +74,11 @@ def test_the_optima_are_converged_and_lose_no_negative_evidence(problem):
 
 def test_ais_at_biopsy_agrees_with_the_exact_probit_evidence():
     result = json.loads((RESULTS / "binary_grid_ais_check.json").read_text(encoding="utf-8"))
+    assert result["n_runs"] >= 10  # issue 21: the standard error is judged against the spread of ten runs
     for row in result["ais_probit"]:
         assert abs(row["error"]) <= 0.05
-        assert 0.3 <= row["ratio"] <= 3.0  # five runs: their spread is itself uncertain by about a third
+        assert 0.5 <= row["ratio"] <= 2.0
+        assert row["passes"]  # every criterion of reproduce/ais_validation.py
 
 
 def test_todays_code_reproduces_stored_toy_values():

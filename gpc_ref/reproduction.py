@@ -43,6 +43,7 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 
 __all__ = [
     "COLUMNS",
@@ -168,7 +169,7 @@ def combined_error(our_error_bar: float | None, paper_error_bar: float | None = 
     return math.hypot(ours, paper)
 
 
-def brackets(paper_value: float, our_values) -> bool:
+def brackets(paper_value: float, our_values: Sequence[float]) -> bool:
     """Whether our values under the protocols the paper leaves open bracket the paper's value.
 
     The test of the status ``"explained: protocol not stated"``: the paper's number lies between the smallest

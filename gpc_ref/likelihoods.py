@@ -52,6 +52,7 @@ __all__ = [
     "LogisticLikelihood",
     "ProbitLikelihood",
     "LabelNoiseLikelihood",
+    "MultiClassLikelihood",
     "MultinomialProbitLikelihood",
     "SoftmaxLikelihood",
     "SIGMOID_PREDICTIONS",
@@ -427,7 +428,45 @@ class LabelNoiseLikelihood:
         return np.exp(self.log_integral(np.ones_like(np.asarray(mean, dtype=float)), mean, var))
 
 
-class MultinomialProbitLikelihood:
+class MultiClassLikelihood:
+    r"""A multi-class likelihood P(c_i | f_i) of C latent values per point.
+
+    Class codes ``t`` hold the classes c_i ∈ 0..C−1 and ``M`` the n × C latent values f_i^c.
+    :meth:`log_p` checks both; subclasses give ``_log_p(t, M)`` on checked input.
+    """
+
+    name = "multiclass"
+
+    @staticmethod
+    def _check(t, M):
+        M = np.asarray(M, dtype=float)
+        if M.ndim != 2:
+            raise ValueError(f"latent values must have shape (n, C); got {M.shape}")
+        t, _ = check_class_codes(t, M.shape[0], M.shape[1], require_all=False)
+        return t, M
+
+    def _log_p(self, t: np.ndarray, M: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def log_p(self, t: ArrayLike, M: ArrayLike) -> np.ndarray:
+        """log P(c_i | f_i) for every point i, shape (n,).
+
+        Parameters
+        ----------
+        t : array-like (n,)
+            Classes c_i, codes 0..C−1.
+        M : array-like (n, C)
+            Latent values f_i^c.
+
+        Returns
+        -------
+        ndarray (n,)
+        """
+        t, M = self._check(t, M)
+        return self._log_p(t, M)
+
+
+class MultinomialProbitLikelihood(MultiClassLikelihood):
     r"""The multinomial probit of Girolami & Rogers (eq 3.1), the shared core of VB, Gibbs and the IVM.
 
     Each point i has C latent values f_i = (f_i¹, …, f_i^C); auxiliary
@@ -454,14 +493,6 @@ class MultinomialProbitLikelihood:
     def __repr__(self) -> str:
         return f"MultinomialProbitLikelihood(n_nodes={self.n_nodes})"
 
-    @staticmethod
-    def _check(t, M):
-        M = np.asarray(M, dtype=float)
-        if M.ndim != 2:
-            raise ValueError(f"latent values must have shape (n, C); got {M.shape}")
-        t, _ = check_class_codes(t, M.shape[0], M.shape[1], require_all=False)
-        return t, M
-
     def _log_phi_terms(self, t, M, scale_own=None, scale_other=None):
         """log Φ((u·a_i + f_i^k − f_i^j)/b_i^j) for every point i, node u and class j (k = c_i), own class zeroed.
 
@@ -475,21 +506,8 @@ class MultinomialProbitLikelihood:
         A[np.arange(n), :, t] = 0.0
         return A
 
-    def log_p(self, t: ArrayLike, M: ArrayLike) -> np.ndarray:
-        """log P(c_i | f_i) for every point i, shape (n,).
-
-        Parameters
-        ----------
-        t : array-like (n,)
-            Classes c_i, codes 0..C−1.
-        M : array-like (n, C)
-            Latent values f_i^c.
-
-        Returns
-        -------
-        ndarray (n,)
-        """
-        t, M = self._check(t, M)
+    def _log_p(self, t: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """log E_u[∏_{j≠k} Φ(u + f_i^k − f_i^j)] by Gauss–Hermite quadrature, in log space."""
         S = self._log_phi_terms(t, M).sum(axis=2)
         return logsumexp(S + self._log_w, axis=1)
 
@@ -574,7 +592,7 @@ class MultinomialProbitLikelihood:
         return P, log_Z
 
 
-class SoftmaxLikelihood:
+class SoftmaxLikelihood(MultiClassLikelihood):
     r"""The multi-class softmax likelihood of Williams & Barber (1998 §4; GPML §3.5).
 
     .. math:: P(c_i = k \mid \mathbf f_i) = \frac{\exp f_i^k}{\sum_{c=1}^C \exp f_i^c},
@@ -591,19 +609,6 @@ class SoftmaxLikelihood:
     def __repr__(self) -> str:
         return "SoftmaxLikelihood()"
 
-    def log_p(self, t: ArrayLike, M: ArrayLike) -> np.ndarray:
-        """log P(c_i | f_i) for every point i, shape (n,).
-
-        Parameters
-        ----------
-        t : array-like (n,)
-            Classes c_i, codes 0..C−1.
-        M : array-like (n, C)
-            Latent values f_i^c.
-
-        Returns
-        -------
-        ndarray (n,)
-        """
-        t, M = MultinomialProbitLikelihood._check(t, M)
+    def _log_p(self, t: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """f_i^k − log ∑_c exp f_i^c."""
         return M[np.arange(M.shape[0]), t] - logsumexp(M, axis=1)

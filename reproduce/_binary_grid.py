@@ -32,11 +32,12 @@ import time
 import warnings
 
 import numpy as np
+from _shared import JITTER
+from _shared import kernel_at
 
 from gpc_ref import EPGPC
 from gpc_ref import KLGPC
 from gpc_ref import LaplaceGPC
-from gpc_ref import SEKernel
 from gpc_ref import VariationalBoundsGPC
 from gpc_ref import VBProbitGPC
 from gpc_ref.datasets import Standardizer
@@ -51,7 +52,6 @@ from gpc_ref.likelihoods import LogisticLikelihood
 from gpc_ref.metrics import error_rate
 from gpc_ref.metrics import mean_log_predictive
 
-JITTER = 1e-6
 # name -> (factory(kernel, optimize), likelihood): the methods of book/comparison_binary.ipynb, same options
 METHODS = {
     "laplace": (lambda k, opt: LaplaceGPC(k, optimize=opt, prior=None, n_restarts=0), "logistic"),
@@ -100,10 +100,6 @@ def crabs_problem():
     train, test = crabs_split(0)
     return _problem(data.X[train], data.y[train], data.X[test], data.y[test], "M",
                     "crabs_split(0): 80 training (20 per species×sex group), 120 test; +1 = male")  # fmt: skip
-
-
-def kernel_at(log_lengthscale, log_sf):
-    return SEKernel(variance=float(np.exp(2 * log_sf)), lengthscale=float(np.exp(log_lengthscale)), jitter=JITTER)
 
 
 def _fit(model, X, y):

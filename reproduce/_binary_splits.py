@@ -28,6 +28,7 @@ import time
 import warnings
 
 import numpy as np
+from _shared import JITTER
 
 from gpc_ref import EPGPC
 from gpc_ref import KLGPC
@@ -51,7 +52,6 @@ from gpc_ref.metrics import brier_score
 from gpc_ref.metrics import error_rate
 from gpc_ref.metrics import mean_log_predictive
 
-JITTER = 1e-6
 N_SPLITS = 10
 PROBLEMS = ("toy", "crabs", "pima", "biopsy")
 #: the methods of the binary comparison, in its order: name -> (likelihood, label)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpc_ref.ep import ep_predict
+from gpc_ref.kernels import SEKernel
+
+# the jitter on the diagonal of every K of the Comparison part (biopsy holds repeated inputs)
+JITTER = 1e-6
 
 
 def ep_test_error(fit, X_train, X_test, y_test):
@@ -18,3 +22,8 @@ def ep_fit_row(prefix, fit, X_train, data):
     return {f"{prefix}_log_evidence": float(fit.log_evidence), f"{prefix}_epsilon": float(fit.epsilon),
             f"{prefix}_error": ep_test_error(fit, X_train, data.X_test, data.y_test),
             f"{prefix}_converged": bool(fit.converged)}  # fmt: skip
+
+
+def kernel_at(log_lengthscale, log_sf, jitter=JITTER):
+    """The isotropic SE kernel at a grid point (ln ℓ, ln σ_f) of the Comparison part, with its jitter."""
+    return SEKernel(variance=float(np.exp(2 * log_sf)), lengthscale=float(np.exp(log_lengthscale)), jitter=jitter)

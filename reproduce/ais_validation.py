@@ -28,6 +28,7 @@ import time
 import warnings
 
 import numpy as np
+from _shared import kernel_at
 
 from gpc_ref.datasets import Standardizer
 from gpc_ref.datasets import load_biopsy
@@ -35,7 +36,6 @@ from gpc_ref.datasets import make_gm_toy_1d
 from gpc_ref.datasets import stratified_split
 from gpc_ref.exact import ais_log_evidence
 from gpc_ref.exact import probit_orthant_evidence
-from gpc_ref.kernels import SEKernel
 from gpc_ref.likelihoods import LogisticLikelihood
 from gpc_ref.likelihoods import ProbitLikelihood
 
@@ -76,9 +76,8 @@ def problems():
 
 
 def kernel_matrix(X, point):
-    log_lengthscale, log_sf = point
-    kernel = SEKernel(variance=float(np.exp(2 * log_sf)), lengthscale=float(np.exp(log_lengthscale)), jitter=1e-6)
-    return kernel.K(X)
+    """K of the SE kernel at the grid point ``point`` = (ln ℓ, ln σ_f), with the comparison's jitter."""
+    return kernel_at(*point).K(X)
 
 
 def orthant_row(problem, point, K, y, **options):

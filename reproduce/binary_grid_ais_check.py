@@ -12,8 +12,8 @@ standard errors), as issue 21 asks of the regime the gold standard is used in.
 from __future__ import annotations
 
 from _binary_grid import biopsy_problem
-from _binary_grid import kernel_at
 from _binary_grid import probit_gold
+from _shared import kernel_at
 from ais_validation import CRITERIA
 from ais_validation import ais_runs
 from ais_validation import judged

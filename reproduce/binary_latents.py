@@ -20,12 +20,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from _binary_splits import JITTER
 from _binary_splits import METHODS
 from _binary_splits import fit_counting_warnings
 from _binary_splits import make_method
+from _shared import JITTER
+from _shared import kernel_at
 
-from gpc_ref import SEKernel
 from gpc_ref.datasets import Standardizer
 from gpc_ref.datasets import make_gm_toy_1d
 from gpc_ref.exact import effective_sample_size
@@ -45,11 +45,6 @@ def toy_problem():
     """The comparison's toy training set: inputs standardised (one column), labels ±1."""
     x, t = make_gm_toy_1d(1, 50)
     return Standardizer().fit_transform(x[:, None]), 2.0 * t - 1.0
-
-
-def kernel_at(log_lengthscale, log_sf):
-    """The isotropic SE kernel at (ln ℓ, ln σ_f) with the comparison's jitter."""
-    return SEKernel(variance=float(np.exp(2 * log_sf)), lengthscale=float(np.exp(log_lengthscale)), jitter=JITTER)
 
 
 def through_origin_slope(x, z):

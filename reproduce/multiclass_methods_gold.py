@@ -30,6 +30,7 @@ import time
 import warnings
 
 import numpy as np
+from _shared import kernel_at
 
 from gpc_ref.datasets import make_three_class_toy
 from gpc_ref.exact import multinomial_probit_orthant_evidence
@@ -37,7 +38,6 @@ from gpc_ref.gibbs import gibbs_predict_proba
 from gpc_ref.gibbs import gibbs_probit_multiclass
 from gpc_ref.ivm import ivm_fit
 from gpc_ref.ivm import ivm_predict
-from gpc_ref.kernels import SEKernel
 from gpc_ref.laplace_multiclass import one_hot_labels
 from gpc_ref.laplace_multiclass import softmax_laplace_mode
 from gpc_ref.laplace_multiclass import softmax_laplace_predict_proba
@@ -53,12 +53,6 @@ GIBBS = {"n_samples": 1000, "burn_in": 1000}
 N_TEST = 300
 
 
-def kernel_at(point):
-    """The grid's kernel: SE, σ_f = e^(ln σ_f), ℓ = e^(ln ℓ), jitter 1e-6 (as reproduce/multiclass_gold.py)."""
-    log_lengthscale, log_sf = point
-    return SEKernel(variance=float(np.exp(2 * log_sf)), lengthscale=float(np.exp(log_lengthscale)), jitter=1e-6)
-
-
 def ivm_scores(kernel, X, codes, X_test, codes_test, n_active, selection):
     """Prequential log evidence and test mean log predictive of one IVM fit."""
     fit = ivm_fit(kernel, X, codes, n_active=n_active, selection=selection, rng=0, n_classes=3)
@@ -68,7 +62,7 @@ def ivm_scores(kernel, X, codes, X_test, codes_test, n_active, selection):
 
 
 def point_row(point, X, codes, X_test, codes_test):
-    kernel = kernel_at(point)
+    kernel = kernel_at(*point)  # SE, jitter 1e-6, as reproduce/multiclass_gold.py
     K, K_cross, k_diag = kernel.K(X), kernel.K(X, X_test), kernel.diag(X_test)
     start = time.perf_counter()
     gold = multinomial_probit_orthant_evidence(K, codes)

@@ -19,7 +19,7 @@ NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
 MATHJAX_VERSION := 3.2.2
 MATHJAX := _build/mathjax/mathjax/tex-chtml.js
 
-.PHONY: book test lint unit nbval book-strict execute benchmarks reproduce browser-check student pdf clean venv
+.PHONY: portability book test lint unit nbval book-strict execute benchmarks reproduce browser-check student pdf clean venv
 
 venv: $(STAMP)
 
@@ -47,31 +47,59 @@ lint: $(STAMP)
 	$(BIN)/ruff check gpc_ref tests benchmarks reproduce tools
 	$(BIN)/ruff format --check gpc_ref tests benchmarks reproduce tools
 
-## make test: lint, unit tests, nbval over every chapter, then a warning-free book build, inspected.
-## The tests and chapters run on TEST_WORKERS processes (pytest-xdist); a chapter's cells stay together
-## (--dist loadfile), each process with one BLAS thread. TEST_WORKERS=0 runs everything in one process.
+## make test: lint, unit tests, every chapter executed with its stored outputs compared, then a warning-free
+## book build, inspected. The chapters run under tests/nbtolerance.py: nbval's kernel and cell options, with
+## printed numbers compared at the precision they are printed to and glued values compared in every cell
+## (docs/DESIGN.md, "Tests"). The tests and chapters run on TEST_WORKERS processes (pytest-xdist); a
+## chapter's cells stay together (--dist loadfile), each process with one BLAS thread.
+## TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
+CHECKS = PYTHONPATH=$(CURDIR)/tests$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m pytest tests $(NOTEBOOKS) -p nbtolerance --nbtolerance --nbval-current-env \
+	--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider \
+	-n $(TEST_WORKERS) --dist loadfile
 test: lint $(MATHJAX)
-	$(BIN)/python -m pytest tests $(NOTEBOOKS) --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider \
-		-n $(TEST_WORKERS) --dist loadfile
+	$(CHECKS)
 	rm -rf _build/test-build
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output _build/test-build
 	GPC_BOOK_HTML=_build/test-build/_build/html $(BIN)/python -m pytest tests/test_book_html.py -p no:cacheprovider
 	@echo "make test: lint, unit tests, notebooks, the book build and its HTML checks all passed"
 
+## make portability [PORTABILITY_ENVS="..."]: the unit tests and every chapter (the checks of make test, against
+## the stored outputs) under floating-point environments other than this machine's own:
+##   perturb-1, perturb-2  every kernel matrix multiplied entry by entry by 1 + 1e-15 s_ij (two sign
+##                         patterns), injected by tests/portability/sitecustomize.py, never by gpc_ref;
+##   numpy-avx2            numpy's AVX-512 loops switched off (NPY_DISABLE_CPU_FEATURES), which changes the
+##                         last bit of exp, log, log1p and expm1; only on a CPU that has them (on an AVX2
+##                         CPU numpy's baseline loops round as its AVX2 ones do, so no switch imitates
+##                         another CPU there, and this environment is skipped with a message).
+## Run it before committing stored outputs (CONTRIBUTING.md); .ci/run runs perturb-1 after make test.
+PORTABILITY_ENVS ?= perturb-1 perturb-2 numpy-avx2
+portability: $(STAMP)
+	@for env in $(PORTABILITY_ENVS); do \
+		case $$env in \
+			perturb-*) settings="GPC_FP_PERTURB=$${env#perturb-} PYTHONPATH=$(CURDIR)/tests/portability";; \
+			numpy-avx2) if $(BIN)/python -c "from numpy._core._multiarray_umath import __cpu_features__ as f; raise SystemExit(not f['AVX512F'])"; \
+				then settings="NPY_DISABLE_CPU_FEATURES='X86_V4 AVX512_ICL'"; \
+				else echo "make portability: numpy-avx2 skipped: this CPU has no AVX-512 loops to switch off"; continue; fi;; \
+			*) echo "make portability: unknown environment $$env"; exit 2;; \
+		esac; \
+		echo "make portability: $$env ($$settings)"; \
+		eval "env $$settings $(CHECKS)" || { echo "make portability: the checks failed under $$env"; exit 1; }; \
+	done
+	@echo "make portability: the checks passed under $(PORTABILITY_ENVS)"
+
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider
 
 nbval: $(STAMP)
-	$(BIN)/python -m pytest $(NOTEBOOKS) --nbval --nbval-current-env \
+	PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m pytest $(NOTEBOOKS) -p nbtolerance --nbtolerance --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
 
 ## make execute: re-run every chapter in place so the stored outputs are what the current code prints.
 ## Run it (or `make execute NOTEBOOKS=book/x.ipynb`) after changing gpc_ref, then commit the notebooks.
 execute: $(STAMP)
 	for nb in $(NOTEBOOKS); do \
-		$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
+		GPC_SCOREBOARD=write $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
 			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 $$nb || exit 1; \
 	done
 	$(BIN)/python tests/strip_notebook_metadata.py $(NOTEBOOKS)
@@ -115,7 +143,7 @@ pdf: $(STAMP) $(MATHJAX) $(PLAYWRIGHT)
 ## make reproduce [ONLY="name ..."]: the paper-scale experiments (reproduce/*.py), each stored as
 ## book/results/<name>.json with its provenance; results already stored from this commit are kept.
 reproduce: $(STAMP)
-	$(BIN)/python reproduce/run.py $(ONLY)
+	GPC_SCOREBOARD=write $(BIN)/python reproduce/run.py $(ONLY)
 
 benchmarks: $(STAMP)
 	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done

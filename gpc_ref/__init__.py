@@ -22,6 +22,8 @@ Modules, and what each holds:
   erf mixture, Gauss–Hermite, cubature, quasi-Monte Carlo).
 - :mod:`gpc_ref.hyperparameters`: Williams & Barber's coordinates and priors, and ``maximize``, the
   one maximiser every learning method uses.
+- :mod:`gpc_ref.acceleration`: when a fixed-point iteration has converged (the distance to its fixed
+  point, not the last step), and SQUAREM extrapolation of such an iteration.
 - :mod:`gpc_ref.laplace`: the binary Laplace mode, evidence and its gradient, predictions, MAP
   hyperparameters.
 - :mod:`gpc_ref.laplace_multiclass`: the softmax Laplace approximation in O(Cn³).

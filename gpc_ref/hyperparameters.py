@@ -327,18 +327,36 @@ def _edge_message(names, theta, bounds, at_bound):
     return "; ".join(clauses)
 
 
-def _steepest_message(names, theta, projected, n_failed):
+def _failure_directions(names, projected, n_failed, failed_steps, free):
+    """The entries along which the failed evaluations lay and the objective still rises, largest share first.
+
+    Where the search was stopped by a region in which the objective cannot be computed, those are the entries to
+    name: which of them leads there does not depend on the rounding that decides exactly where the region
+    begins, while which gradient component is largest at the stopping point does.
+    """
+    if not n_failed or failed_steps is None:
+        return []
+    direction = np.zeros(len(names))
+    direction[free] = failed_steps
+    largest = float(np.max(np.abs(direction)))
+    return [int(j) for j in np.argsort(-np.abs(direction), kind="stable")
+            if abs(direction[j]) >= 0.25 * largest > 0.0 and direction[j] * projected[j] > 0.0]  # fmt: skip
+
+
+def _steepest_message(names, theta, projected, n_failed, failed_steps=None, free=None):
     """Which entry the objective still rises along, where it heads, and whether evaluations failed on the way."""
-    j = int(np.argmax(np.abs(projected)))
+    heading = _failure_directions(names, projected, n_failed, failed_steps, free)
+    j = heading[0] if heading else int(np.argmax(np.abs(projected)))
     kind, edge = _kind(names[j]), ("upper" if projected[j] > 0 else "lower")
     text = (
         f", for {names[j]} = {theta[j]:.4g}{_natural(kind, theta[j])}, which the objective would move further "
         f"towards the {edge} edge{_meaning(kind, edge)}"
     )
     if n_failed:
+        where = " and ".join(f"{'larger' if projected[k] > 0 else 'smaller'} {names[k]}" for k in heading)
         text += (
-            f". {n_failed} evaluations on the way failed (the objective could not be computed there), so the "
-            "search stopped where it can still be computed"
+            f". {n_failed} evaluations on the way failed{' at ' + where if where else ''} (the objective could not "
+            "be computed there), so the search stopped where it can still be computed"
         )
     return text
 
@@ -447,6 +465,7 @@ class _Run:
         self.best = None  # (theta, value, gradient) of the best evaluation
         self.n_evaluations = 0
         self.n_failed = 0
+        self.failed_steps = None  # the sum of the failed steps' unit directions, from the last good point
         self.scale = 1.0  # L-BFGS-B minimises −objective / scale (see _run_from)
         self.cache = None  # (x, result) of the evaluation at the start, which L-BFGS-B asks for again
 
@@ -484,6 +503,9 @@ class _Run:
                 raise _StartFailed(f"the objective cannot be evaluated at the starting point {theta}")
             good_theta, good_value, _ = self.good
             d = x - good_theta[self.free]
+            length = float(np.sqrt(d @ d))
+            if length > 0.0:
+                self.failed_steps = (0.0 if self.failed_steps is None else self.failed_steps) + d / length
             wall = 1e3 * max(1.0, abs(good_value))
             # a step into a region where the model cannot be computed is rejected: the value rises
             # steeply away from the last good point, so the line search shrinks the step
@@ -514,7 +536,7 @@ def _run_from(objective, start, bounds, free, max_iter, tol, careful):
     if careful:
         run.scale = max(1.0, float(np.max(np.abs(first[1][free])))) if free.any() else 1.0
     n_iter, n_calls, message = 0, 0, ""
-    previous = -np.inf
+    previous, failed_before = -np.inf, 0
 
     def polished(intermediate_result):
         # L-BFGS-B's own tests are set so tight (ftol 1e-13) that it never stops before the gradient
@@ -557,6 +579,14 @@ def _run_from(objective, start, bounds, free, max_iter, tol, careful):
         stalled = np.array_equal(theta[free], x) or value - previous <= 1e-13 * max(1.0, abs(value))
         if (result.nit == 0 and stalled) or n_calls >= max_iter:
             break
+        # At the edge of a region where the objective cannot be computed, a rerun's line searches fail at once
+        # and it creeps along the edge by steps that gain next to nothing; where exactly the edge lies is decided
+        # by rounding, so such creeping is noise, not progress. A rerun that met failed evaluations and gained less
+        # than POLISH times what the gradient tolerance allows ends the search.
+        blocked = run.n_failed > failed_before and value - previous <= POLISH * tol * max(1.0, abs(value))
+        if blocked and np.isfinite(previous):
+            break
+        failed_before = run.n_failed
         previous = value
         x = theta[free]  # rerun with fresh curvature memory from the best point
     return run, n_iter, message
@@ -703,10 +733,13 @@ def maximize(
     tolerance = tol * max(1.0, abs(value))
     converged = norm <= tolerance
     if warn and not converged:
+        heading = _failure_directions(names, projected, run.n_failed, run.failed_steps, free)
+        component = abs(float(projected[heading[0]])) if heading else norm
         warnings.warn(
-            f"{description}: not converged after {n_iter} L-BFGS-B iterations: the largest projected gradient "
-            f"component is {norm:.3g} (tolerance {tolerance:.3g})"
-            f"{_steepest_message(names, theta, projected, run.n_failed)}; "
+            f"{description}: not converged after {n_iter} L-BFGS-B iterations: "
+            + ("the gradient component is" if heading else "the largest projected gradient component is")
+            + f" {component:.3g} (tolerance {tolerance:.3g})"
+            f"{_steepest_message(names, theta, projected, run.n_failed, run.failed_steps, free)}; "
             + ("check the model" if run.n_failed else "raise max_iter or check the model"),
             ConvergenceWarning,
             stacklevel=3,

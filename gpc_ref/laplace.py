@@ -596,6 +596,10 @@ def maximize_laplace_evidence(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             evidence = evidence_at(theta, state["f"])
+            if not evidence.mode.converged and state["f"] is not None:
+                # whether Newton converges must not depend on where the previous evaluation left it: near the
+                # edge of the region where the mode can be computed, a warm start can fail where f = 0 does not
+                evidence = evidence_at(theta, None)
         if not evidence.mode.converged:
             # an evidence from an unconverged mode would be wrong: the maximiser rejects the step
             raise np.linalg.LinAlgError(f"{description}: the Laplace mode did not converge at these hyperparameters")

@@ -2,11 +2,14 @@
 
 Each chapter calls :func:`record` once per paper number it reruns. The call
 
-1. upserts the row ``(paper, table_or_figure, quantity)`` of ``reproductions.csv`` (in the current
-   directory: the book's notebooks run in ``book/``) with the chapter's value, so that the file is
-   never typed by hand; and
+1. with ``GPC_SCOREBOARD=write`` in the environment (``make execute`` and ``make reproduce`` set it), upserts
+   the row ``(paper, table_or_figure, quantity)`` of ``reproductions.csv`` (in the current directory: the
+   book's notebooks run in ``book/``) with the chapter's value, so that the file is never typed by hand;
+   otherwise (``make test``, a reader running a chapter) it writes nothing and checks the committed row
+   instead: the same text, and numbers that agree at the precision the row stores
+   (:func:`agrees_at_printed_precision`), or a ``ValueError`` that says what moved;
 2. glues the value under the name :func:`glue_name` of the row, so that the value is stored in the
-   notebook's outputs, which nbval compares with what the code computes today.
+   notebook's outputs, which the notebook check compares with what the code computes today.
 
 ``tests/test_reproductions.py`` then checks every row of the file against the glued value in its
 chapter's stored outputs, and the Comparison part renders the file as the scoreboard page.
@@ -34,6 +37,7 @@ print that provenance beside every number they take from such a file.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime
 import json
@@ -49,6 +53,7 @@ __all__ = [
     "COLUMNS",
     "STATUSES",
     "YARDSTICKS",
+    "agrees_at_printed_precision",
     "check_yardstick",
     "combined_error",
     "brackets",
@@ -242,11 +247,89 @@ def _number(value, name):
     return repr(value)
 
 
+def _decimal_unit(text: str) -> float | None:
+    mantissa, _, exponent = text.strip().lower().partition("e")
+    if "." not in mantissa and not exponent:
+        return None
+    return 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
+
+
+def agrees_at_printed_precision(stored: str, fresh: str) -> bool:
+    """Whether two printed numbers agree to one unit in the last digit they are printed with.
+
+    ``"0.352"`` accepts 0.351 to 0.353 and ``"3.0e-07"`` 2.9e-07 to 3.1e-07 (a value on a rounding boundary
+    may round either way on another CPU); integers (no decimal point, no exponent) must be equal. The rule
+    by which the book's tests compare stored numbers with fresh ones (docs/DESIGN.md, "Tests").
+
+    Parameters
+    ----------
+    stored, fresh : str
+        The two numbers as printed.
+
+    Returns
+    -------
+    bool
+    """
+    units = [unit for unit in (_decimal_unit(stored), _decimal_unit(fresh)) if unit is not None]
+    a, b = float(stored.replace("\u2212", "-")), float(fresh.replace("\u2212", "-"))
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if not units:
+        return a == b
+    return abs(a - b) <= max(units) * (1 + 1e-9)
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """An exclusive lock on ``path + ".lock"`` while the scoreboard is read and rewritten (POSIX; elsewhere none)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: execute chapters one at a time there
+        yield
+        return
+    with open(f"{path}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _scoreboard_writes(write: bool | None) -> bool:
+    if write is not None:
+        return bool(write)
+    mode = os.environ.get("GPC_SCOREBOARD", "check")
+    if mode not in ("check", "write"):
+        raise ValueError(f"the environment variable GPC_SCOREBOARD must be 'check' or 'write'; got {mode!r}")
+    return mode == "write"
+
+
+def _check_committed_row(row: dict[str, str], path: str) -> None:
+    key = (row["paper"], row["table_or_figure"], row["quantity"])
+    committed = [r for r in read_scoreboard(path) if (r["paper"], r["table_or_figure"], r["quantity"]) == key]
+    how = "re-run the chapter with `make execute` (GPC_SCOREBOARD=write) if the change is intended"
+    if not committed:
+        raise ValueError(f"{path} has no row {key}; {how}")
+    for column in COLUMNS:
+        old, new = committed[0][column], row[column]
+        if column in ("our_value", "our_error_bar") and old and new:
+            same = agrees_at_printed_precision(old, new)
+        else:
+            same = old == new
+        if not same:
+            raise ValueError(
+                f"the committed row {key} of {path} has {column} {old!r}; this run computed {new!r}; {how}"
+            )
+
+
 def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: float | None, our_value: float,
            our_error_bar: float | None = None, protocol: str, status: str, chapter_label: str, note: str = "",
            paper_error_bar: float | None = None, yardstick: str | None = None, path: str = "reproductions.csv",
-           glue: bool = True) -> float:  # fmt: skip
-    """Write one reproduced number to the scoreboard and glue it; returns ``our_value`` as a float.
+           glue: bool = True, write: bool | None = None) -> float:  # fmt: skip
+    """Write one reproduced number to the scoreboard (or check it against the committed row) and glue it.
+
+    Returns ``our_value`` as a float. The scoreboard is written only by ``make execute`` and ``make reproduce``;
+    under ``make test`` a row that moved is an error (see the module docstring).
 
     Parameters
     ----------
@@ -282,6 +365,9 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
         The CSV file (default ``reproductions.csv`` in the current directory).
     glue : bool
         Also glue ``our_value`` under :func:`glue_name` (needs myst_nb, as in the book's notebooks).
+    write : bool, optional
+        Write the row (True) or check it against the committed one (False); by default True exactly when the
+        environment has ``GPC_SCOREBOARD=write``.
 
     Returns
     -------
@@ -311,14 +397,18 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
            "status": status, "chapter_label": chapter_label, "note": note}  # fmt: skip
     if row["our_value"] == "":
         raise ValueError("our_value must be a number")
-    key = (paper, table_or_figure, quantity)
-    rows = [r for r in read_scoreboard(path) if (r["paper"], r["table_or_figure"], r["quantity"]) != key]
-    rows.append(row)
-    rows.sort(key=lambda r: (r["paper"], r["table_or_figure"], r["quantity"]))
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    if _scoreboard_writes(write):
+        key = (paper, table_or_figure, quantity)
+        with _locked(path):  # chapters executed side by side update the same file
+            rows = [r for r in read_scoreboard(path) if (r["paper"], r["table_or_figure"], r["quantity"]) != key]
+            rows.append(row)
+            rows.sort(key=lambda r: (r["paper"], r["table_or_figure"], r["quantity"]))
+            with open(path, "w", newline="", encoding="utf-8") as handle:
+                writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
+                writer.writeheader()
+                writer.writerows(rows)
+    else:
+        _check_committed_row(row, path)
     value = float(our_value)
     if glue:
         from myst_nb import glue as myst_glue
@@ -346,13 +436,15 @@ def provenance(seconds: float | None = None) -> dict[str, object]:
     -------
     dict
         ``command``, ``commit``, ``dirty`` (gpc_ref, benchmarks or reproduce edited since the commit),
-        ``date`` (UTC), ``seconds``, ``machine``, ``versions``, ``blas``.
+        ``date`` (UTC), ``seconds``, ``machine``, ``versions``, ``blas``, ``floating_point`` (numpy's SIMD
+        dispatch and BLAS's core type: what decides the last bits, :func:`gpc_ref.threads.describe_floating_point_environment`).
     """
     import numpy as np
     import scipy
 
     from . import __version__
     from .threads import describe_blas_threading
+    from .threads import describe_floating_point_environment
 
     return {
         "command": " ".join(["python", *sys.argv]),
@@ -363,6 +455,7 @@ def provenance(seconds: float | None = None) -> dict[str, object]:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "versions": f"gpc_ref {__version__}, numpy {np.__version__}, scipy {scipy.__version__}",
         "blas": describe_blas_threading(),
+        "floating_point": describe_floating_point_environment(),
     }
 
 
@@ -422,4 +515,6 @@ def load_results(name: str, directory: str = "results") -> tuple[dict, str]:
     edited = " (with uncommitted changes)" if origin.get("dirty") else ""
     description = (f"{path}: {origin['command']} at {origin['commit'][:7]}{edited} ({origin['date']}){seconds}, "
                    f"{origin['machine']}; {origin['versions']}")  # fmt: skip
+    if origin.get("floating_point"):  # stored since the results carry it
+        description += f"; {origin['floating_point']}"
     return payload, description

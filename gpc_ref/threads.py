@@ -23,7 +23,8 @@ from contextlib import contextmanager
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
-__all__ = ["BLAS_THREADS", "describe_blas_threading", "limit_blas_threads", "limited_blas_threads"]
+__all__ = ["BLAS_THREADS", "describe_blas_threading", "describe_floating_point_environment", "limit_blas_threads",
+           "limited_blas_threads"]  # fmt: skip
 
 #: BLAS threads inside the wrapped loops (None: do not limit).
 BLAS_THREADS: int | None = 1
@@ -101,3 +102,39 @@ def describe_blas_threading() -> str:
         for pool in threadpool_info()
     ]
     return f"BLAS threading (threadpoolctl): {'; '.join(pools) or 'no pool loaded'}; environment {environment}"
+
+
+def describe_floating_point_environment() -> str:
+    """One line naming what decides the last bits of a computation here: numpy's SIMD loops and BLAS's kernels.
+
+    numpy picks its loops for ``exp``, ``log``, ``log1p``, ``expm1`` by the CPU (its dispatch targets, e.g.
+    ``X86_V4`` for AVX-512, switched off by ``NPY_DISABLE_CPU_FEATURES``); OpenBLAS picks its kernels by the
+    core type (``OPENBLAS_CORETYPE``). Two machines that differ in either round differently in the last bit.
+
+    Returns
+    -------
+    str
+    """
+    import os
+
+    import numpy as np
+
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy < 2
+        from numpy.core import _multiarray_umath as umath
+    features = getattr(umath, "__cpu_features__", {})
+    dispatch = [target for target in getattr(umath, "__cpu_dispatch__", []) if features.get(target)]
+    baseline = getattr(umath, "__cpu_baseline__", [])
+    text = f"numpy {np.__version__} SIMD: baseline {'/'.join(baseline) or '?'}, dispatch {'/'.join(dispatch) or 'none'}"
+    disabled = os.environ.get("NPY_DISABLE_CPU_FEATURES")
+    if disabled:
+        text += f" (NPY_DISABLE_CPU_FEATURES={disabled})"
+    cores = os.environ.get("OPENBLAS_CORETYPE")
+    try:
+        from threadpoolctl import threadpool_info
+
+        cores = ", ".join(sorted({str(pool.get("architecture")) for pool in threadpool_info()})) or cores
+    except ImportError:
+        pass
+    return f"{text}; BLAS core type {cores or 'unknown'}"

@@ -75,6 +75,9 @@ from scipy.special import log_ndtr
 from scipy.special import logsumexp
 from scipy.special import ndtr
 
+from .acceleration import contraction_rate
+from .acceleration import fixed_point_converged
+from .acceleration import squarem
 from .likelihoods import MultinomialProbitLikelihood
 from .likelihoods import normal_pdf_over_cdf
 from .linalg import CholeskyFactor
@@ -317,57 +320,6 @@ def _check_one_start(alpha_init):
         raise ValueError("give alpha_init or z_init, not both")
 
 
-def _converged(bounds, alpha, alpha_next, tol):
-    """The bound stopped rising (relative ``tol``) *and* the fixed-point residual of α is small (√tol)."""
-    if len(bounds) < 2 or abs(bounds[-1] - bounds[-2]) > tol * max(1.0, abs(bounds[-1])):
-        return False
-    return float(np.max(np.abs(alpha_next - alpha))) <= np.sqrt(tol) * max(1.0, float(np.max(np.abs(alpha))))
-
-
-def _squarem(evaluate, update, alpha, max_iter, tol):
-    """SQUAREM acceleration [VR08] of the fixed-point map α ↦ (I + K)⁻¹ z̃(α), the bound as merit function.
-
-    ``evaluate(α)`` returns ``(M, Y, log_Z, bound)`` for the means μ = Kα (``M``) with Q(z)
-    refreshed at them (``Y`` = z̃); ``update(Y)`` is the Q(f) step. Each cycle takes two plain steps
-    α0 → α1 → α2, extrapolates α' = α0 − 2s r + s² v (r = α1 − α0,
-    v = α2 − 2α1 + α0, s = −‖r‖/‖v‖), applies one more plain step, and keeps the
-    result only if its bound is at least that of α2; otherwise s is moved
-    halfway towards −1 (where α' = α2) and the cycle retried. The recorded
-    bound therefore never decreases, and the fixed point is the plain
-    iteration's. It stops when the bound stops rising and the plain map moves α by
-    at most √tol (relative): a fixed point, not only a flat bound. ``max_iter``
-    counts evaluations of the map.
-    """
-    state = evaluate(alpha)
-    bounds = [state[3]]
-    n_eval, converged = 1, False
-    while n_eval < max_iter:
-        alpha1 = update(state[1])
-        if _converged(bounds, alpha, alpha1, tol):
-            converged = True
-            break
-        state1 = evaluate(alpha1)
-        alpha2 = update(state1[1])
-        state2 = evaluate(alpha2)
-        n_eval += 2
-        r, v = alpha1 - alpha, alpha2 - 2.0 * alpha1 + alpha
-        norm_v = np.sqrt(np.sum(v * v))
-        best_alpha, best = alpha2, state2
-        if norm_v > 0.0:
-            step = min(-np.sqrt(np.sum(r * r)) / norm_v, -1.0)
-            while step < -1.0 and n_eval < max_iter:
-                trial_alpha = update(evaluate(alpha - 2.0 * step * r + step**2 * v)[1])
-                trial = evaluate(trial_alpha)
-                n_eval += 2
-                if np.isfinite(trial[3]) and trial[3] >= state2[3]:
-                    best_alpha, best = trial_alpha, trial
-                    break
-                step = 0.5 * (step - 1.0)
-        alpha, state = best_alpha, best
-        bounds.append(state[3])
-    return alpha, state, bounds, n_eval, converged
-
-
 def vb_probit_binary(
     K: ArrayLike,
     t: ArrayLike,
@@ -435,22 +387,22 @@ def vb_probit_binary(
         alpha = factor.solve(np.asarray(z_init, dtype=float).reshape(n))  # Q(f) from the given Q(z), eq 4.9
     if accelerate:
 
-        def evaluate(a):
+        def step(a):
+            """The bound at α and the plain update T(α) (Q(z), then Q(f)), for SQUAREM."""
             m = C @ a
             log_Z = log_ndtr(t * m)
-            return (
-                m,
-                m + t * normal_pdf_over_cdf(t * m),
-                log_Z,
-                float(np.sum(log_Z) - 0.5 * a @ m - 0.5 * factor.log_det),
-            )
+            y = m + t * normal_pdf_over_cdf(t * m)
+            bound = float(np.sum(log_Z) - 0.5 * a @ m - 0.5 * factor.log_det)
+            return bound, factor.solve(y), (m, y, log_Z)
 
-        alpha, (m, y, log_Z, _), bounds, it, converged = _squarem(evaluate, factor.solve, alpha, max_iter, tol)
-        if not converged and warn:
+        run = squarem(step, alpha, max_evaluations=int(max_iter), tol=tol)
+        (m, y, log_Z), bounds = run.state, run.merits
+        if not run.converged and warn:
             _warn_not_converged("vb_probit_binary", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
-        return VBResult(m[:, None], y[:, None], alpha[:, None], log_Z, np.array(bounds), (factor,), it, converged, True)
+        return VBResult(m[:, None], y[:, None], run.x[:, None], log_Z, bounds, (factor,), run.n_evaluations,
+                        run.converged, True)  # fmt: skip
     m = C @ alpha
-    bounds = []
+    bounds, alpha_previous, rate = [], None, 0.0
     converged = False
     for it in range(1, int(max_iter) + 1):
         # Q(z): G&R (2006) footnote 6, p_i = y_i φ(μ_i)/Φ(y_i μ_i) and z̃ = μ + p (labels y = ``t``, μ = ``m``)
@@ -461,10 +413,13 @@ def vb_probit_binary(
         bounds.append(float(np.sum(log_Z) - 0.5 * alpha @ m - 0.5 * factor.log_det))
         # Q(f): G&R (2006) eq 4.9, μ ← K (I + K)⁻¹ (μ + p), kept as α = (I + K)⁻¹ z̃, μ = K α
         alpha_next = factor.solve(y)
-        converged = _converged(bounds, alpha, alpha_next, tol)
+        if alpha_previous is not None:
+            observed = contraction_rate(alpha_previous, alpha, alpha_next)
+            rate = max(rate, observed) if observed < 1.0 else rate
+            converged = observed < 1.0 and fixed_point_converged(alpha, alpha_next, bounds[-2], bounds[-1], rate, tol)
         if converged or it == int(max_iter):
             break  # stop with Q(z), the bound and Q(f) consistent
-        alpha = alpha_next
+        alpha_previous, alpha = alpha, alpha_next
         m = C @ alpha
     if not converged and warn:
         _warn_not_converged("vb_probit_binary", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
@@ -541,21 +496,21 @@ def vb_probit_multiclass(
         raise ValueError(f"alpha_init must have shape {(n, n_classes)}; got {alpha.shape}")
     if accelerate:
 
-        def evaluate(a):
+        def step(a):
+            """The bound at α and the plain update T(α) (Q(z), then Q(f)), for SQUAREM."""
             M = latent_from_alpha(mats, a)
             P, log_Z = likelihood.cone_mean_shift(t, M)
-            return M, M + P, log_Z, vb_lower_bound(log_Z, a, M, factors)
+            return vb_lower_bound(log_Z, a, M, factors), solve_each(factors, M + P), (M, M + P, log_Z)
 
-        alpha, (M, Y, log_Z, _), bounds, it, converged = _squarem(
-            evaluate, lambda Y: solve_each(factors, Y), alpha, max_iter, tol
-        )
-        if not converged and warn:
+        run = squarem(step, alpha, max_evaluations=int(max_iter), tol=tol)
+        (M, Y, log_Z), bounds = run.state, run.merits
+        if not run.converged and warn:
             _warn_not_converged(
                 "vb_probit_multiclass", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan
             )
-        return VBResult(M, Y, alpha, log_Z, np.array(bounds), factors, it, converged, False)
+        return VBResult(M, Y, run.x, log_Z, bounds, factors, run.n_evaluations, run.converged, False)
     M = latent_from_alpha(mats, alpha)
-    bounds = []
+    bounds, alpha_previous, rate = [], None, 0.0
     converged = False
     for it in range(1, int(max_iter) + 1):
         # Q(z): G&R (2006) eqs 4.3, 4.4, z̃_i = μ_i + p_i (expectations over u by Gauss–Hermite)
@@ -565,10 +520,13 @@ def vb_probit_multiclass(
         bounds.append(vb_lower_bound(log_Z, alpha, M, factors))
         # Q(f): G&R (2006) eq 4.6, μ^c ← K_c (I + K_c)⁻¹ (μ^c + p^c), as α_c = (I + K_c)⁻¹ z̃^c
         alpha_next = solve_each(factors, Y)
-        converged = _converged(bounds, alpha, alpha_next, tol)
+        if alpha_previous is not None:
+            observed = contraction_rate(alpha_previous, alpha, alpha_next)
+            rate = max(rate, observed) if observed < 1.0 else rate
+            converged = observed < 1.0 and fixed_point_converged(alpha, alpha_next, bounds[-2], bounds[-1], rate, tol)
         if converged or it == int(max_iter):
             break  # stop with Q(z), the bound and Q(f) consistent
-        alpha = alpha_next
+        alpha_previous, alpha = alpha, alpha_next
         M = latent_from_alpha(mats, alpha)
     if not converged and warn:
         _warn_not_converged("vb_probit_multiclass", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)

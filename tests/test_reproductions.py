@@ -25,7 +25,9 @@ SCOREBOARD = BOOK / "reproductions.csv"
 
 def test_record_upserts_sorted_rows_and_validates(tmp_path):
     path = str(tmp_path / "board.csv")
-    common = dict(protocol="10 splits", status="reproduced", chapter_label="x-chapter", path=path, glue=False)
+    common = dict(
+        protocol="10 splits", status="reproduced", chapter_label="x-chapter", path=path, glue=False, write=True
+    )
     assert record("WB98", "Table 1", "crabs errors", paper_value=3, our_value=3.5, **common) == 3.5
     record(
         "GR06",
@@ -66,7 +68,7 @@ def test_record_upserts_sorted_rows_and_validates(tmp_path):
     # a conclusion (the comparison chapters' call, without the new arguments): no paper value, a standard error
     record("NR08", "Conclusion", "EP's evidence is the closest", paper_value=None, our_value=-0.5,
            our_error_bar=0.1, protocol="toy grid, nats", status="open", chapter_label="x-chapter", path=path,
-           glue=False, note="one problem only")  # fmt: skip
+           glue=False, note="one problem only", write=True)  # fmt: skip
     conclusion = [r for r in read_scoreboard(path) if r["table_or_figure"] == "Conclusion"][0]
     assert conclusion["paper_value"] == "" and conclusion["yardstick"] == "standard error"
     # explained by a paper error: the note must name the errata entry
@@ -80,6 +82,37 @@ def test_record_upserts_sorted_rows_and_validates(tmp_path):
     with pytest.raises(ValueError, match="protocol"):
         record("WB98", "T", "q", paper_value=1, our_value=1, **{**common, "protocol": " "})
     assert glue_name("GR06", "Table 1", "Iris error (%)") == "repro-gr06-table-1-iris-error"
+
+
+def test_record_checks_the_committed_row_unless_asked_to_write(tmp_path, monkeypatch):
+    path = str(tmp_path / "board.csv")
+    common = dict(paper_value=-18.9, our_error_bar=0.02, yardstick="standard error", protocol="one run",
+                  status="within error bars", chapter_label="x-chapter", path=path, glue=False)  # fmt: skip
+    monkeypatch.setenv("GPC_SCOREBOARD", "write")
+    record("KG06", "Table 2", "log Z", our_value=-18.81, **common)
+    written = (tmp_path / "board.csv").read_text()
+    monkeypatch.delenv("GPC_SCOREBOARD")  # the default: check, write nothing
+    # the same row, and a value one unit away in the last stored digit (a rounding boundary on another CPU)
+    assert record("KG06", "Table 2", "log Z", our_value=-18.82, **common) == -18.82
+    with pytest.raises(ValueError, match="our_value '-18.81'; this run computed '-18.84'"):
+        record("KG06", "Table 2", "log Z", our_value=-18.84, **common)
+    with pytest.raises(ValueError, match="status"):
+        record("KG06", "Table 2", "log Z", our_value=-18.81, **{**common, "status": "open", "note": "x"})
+    with pytest.raises(ValueError, match="has no row"):
+        record("KG06", "Table 2", "log Z, another", our_value=-18.81, **common)
+    assert (tmp_path / "board.csv").read_text() == written
+    monkeypatch.setenv("GPC_SCOREBOARD", "always")
+    with pytest.raises(ValueError, match="GPC_SCOREBOARD"):
+        record("KG06", "Table 2", "log Z", our_value=-18.81, **common)
+
+
+def test_agrees_at_printed_precision():
+    from gpc_ref.reproduction import agrees_at_printed_precision as agree
+
+    assert agree("0.352", "0.353") and agree("0.352", "0.351") and not agree("0.352", "0.354")
+    assert agree("3.0e-07", "3.1e-07") and not agree("4e-08", "1e-08") and agree("-0.00", "0.00")
+    assert agree("42", "42") and not agree("42", "43") and agree("9.99", "10.00")
+    assert agree("-18.8103", "-18.8102") and not agree("-18.8103", "-18.8095")
 
 
 def test_agreement_statuses():

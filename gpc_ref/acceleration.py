@@ -1,0 +1,166 @@
+"""Fixed-point iterations: when one has converged, and SQUAREM, the extrapolation that shortens a slow one.
+
+Several methods of the book are fixed-point iterations x ↦ T(x) that raise a merit function at every
+step (G&R's variational Bayes raises its bound; EM raises the evidence). Two things about them live here,
+once:
+
+- :func:`fixed_point_converged`, the stopping test. A small step is not a small error: a map that contracts
+  at the rate ρ moves its iterate by ‖x_{k+1} − x_k‖ while the fixed point is still up to
+  ‖x_{k+1} − x_k‖/(1 − ρ) away, ten thousand steps for ρ = 0.9999. The test therefore requires the
+  estimated distance to the fixed point, not only the step, to be within tolerance (and the merit to have
+  stopped rising), with ρ estimated from successive steps by :func:`contraction_rate`.
+- :func:`squarem`, Varadhan & Roland's (2008) squared extrapolation: two steps x₀ → x₁ → x₂ give
+  r = x₁ − x₀ and v = x₂ − 2x₁ + x₀, and x' = x₀ − 2sr + s²v with s = −‖r‖/‖v‖ jumps along the slow
+  direction; x' is kept (after one more step from it) only if the merit is at least that at x₁, otherwise
+  s moves halfway towards −1, where x' = x₂ is the plain iteration. The merit never decreases, and the
+  iteration stops by the same test as the plain one, so it ends at the plain iteration's fixed point.
+
+References
+----------
+- [VR08] Varadhan & Roland (2008), Simple and globally convergent methods for accelerating the convergence
+  of any EM algorithm, Scandinavian Journal of Statistics 35, §2–3 (SQUAREM, scheme S3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["contraction_rate", "fixed_point_converged", "SquaremResult", "squarem"]
+
+
+def contraction_rate(x0: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> float:
+    """ρ ≈ ‖x₂ − x₁‖ / ‖x₁ − x₀‖ (maximum norms) from three successive iterates of the plain map.
+
+    Parameters
+    ----------
+    x0, x1, x2 : ndarray
+        x₁ = T(x₀), x₂ = T(x₁).
+
+    Returns
+    -------
+    float
+        0 when the map has stopped moving, ∞ when x₁ = x₀ but x₂ ≠ x₁.
+    """
+    step0, step1 = float(np.max(np.abs(x1 - x0))), float(np.max(np.abs(x2 - x1)))
+    if step1 == 0.0:
+        return 0.0
+    return step1 / step0 if step0 > 0.0 else np.inf
+
+
+def fixed_point_converged(x1: np.ndarray, x2: np.ndarray, merit0: float, merit1: float, rate: float,
+                          tol: float) -> bool:  # fmt: skip
+    """Whether x₁ is within tolerance of the fixed point of a map that contracts at ``rate``, with x₂ = T(x₁).
+
+    The merit changed by at most ``tol``·max(1, |merit₁|) in the step that led to x₁, and the distance from x₁
+    to the fixed point, bounded for a contraction by ‖x₂ − x₁‖ / (1 − ρ) (as ‖x₁ − x*‖ ≤ ‖x₂ − x₁‖ +
+    ρ‖x₁ − x*‖), is at most √tol·max(1, ‖x₁‖) in the maximum norm. A map that does not contract (ρ ≥ 1) has
+    not converged.
+
+    Parameters
+    ----------
+    x1, x2 : ndarray
+        An iterate and the plain map's next one.
+    merit0, merit1 : float
+        The merit function at the iterate before x1, and at x1.
+    rate : float
+        The contraction rate ρ: the largest :func:`contraction_rate` seen so far, since after an extrapolation
+        the last step need not lie along the slowest direction, whose rate is the one that counts.
+    tol : float
+        Relative tolerance of the merit; √tol is that of the iterate.
+
+    Returns
+    -------
+    bool
+    """
+    if abs(merit1 - merit0) > tol * max(1.0, abs(merit1)):
+        return False
+    step = float(np.max(np.abs(x2 - x1))) if np.size(x1) else 0.0
+    if step == 0.0:
+        return True
+    if not rate < 1.0:
+        return False
+    return step / (1.0 - rate) <= np.sqrt(tol) * max(1.0, float(np.max(np.abs(x1))))
+
+
+@dataclass(frozen=True)
+class SquaremResult:
+    """Outcome of :func:`squarem`.
+
+    Attributes
+    ----------
+    x : ndarray
+        The last accepted iterate (the fixed point when ``converged``).
+    state : object
+        What ``step`` returned beside the merit and T(x) at ``x``.
+    merits : ndarray
+        The merit at every accepted iterate, non-decreasing.
+    n_evaluations : int
+        Calls of ``step``.
+    converged : bool
+        :func:`fixed_point_converged` passed at ``x``.
+    """
+
+    x: np.ndarray
+    state: Any
+    merits: np.ndarray
+    n_evaluations: int
+    converged: bool
+
+
+def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.ndarray, *, max_evaluations: int,
+            tol: float) -> SquaremResult:  # fmt: skip
+    """SQUAREM [VR08] of a fixed-point map whose merit never decreases, stopped at the plain map's fixed point.
+
+    Parameters
+    ----------
+    step : callable
+        ``x -> (merit(x), T(x), state)``: one evaluation of the map, with the merit at x and anything the
+        caller needs to keep about x (returned for the final iterate).
+    x0 : ndarray
+        The start.
+    max_evaluations : int
+        Calls of ``step`` at most.
+    tol : float
+        As in :func:`fixed_point_converged`.
+
+    Returns
+    -------
+    SquaremResult
+    """
+    merit0, x1, state0 = step(x0)
+    merits, n_evaluations, rate = [merit0], 1, 0.0
+    while n_evaluations < max_evaluations:
+        merit1, x2, state1 = step(x1)
+        n_evaluations += 1
+        observed = contraction_rate(x0, x1, x2)
+        rate = max(rate, observed) if observed < 1.0 else rate
+        if observed < 1.0 and fixed_point_converged(x1, x2, merit0, merit1, rate, tol):
+            merits.append(merit1)
+            return SquaremResult(x1, state1, np.array(merits), n_evaluations, True)
+        r, v = x1 - x0, x2 - 2.0 * x1 + x0
+        norm_v = float(np.sqrt(np.sum(v * v)))
+        s = min(-float(np.sqrt(np.sum(r * r))) / norm_v, -1.0) if norm_v > 0.0 else -1.0
+        accepted = None
+        while s < -1.0 and n_evaluations + 2 <= max_evaluations:
+            # the extrapolated point, stabilised by one plain step from it [VR08, §3]
+            _, x_trial, _ = step(x0 - 2.0 * s * r + s * s * v)
+            trial = step(x_trial)
+            n_evaluations += 2
+            if np.isfinite(trial[0]) and trial[0] >= merit1:
+                accepted = (x_trial, trial)
+                break
+            s = 0.5 * (s - 1.0)  # halfway towards −1, where the extrapolation is the plain x₂
+        if accepted is None:  # the plain iteration's x₂
+            if n_evaluations >= max_evaluations:
+                x0, (merit0, x1, state0) = x1, (merit1, x2, state1)
+                merits.append(merit0)
+                break
+            accepted = (x2, step(x2))
+            n_evaluations += 1
+        x0, (merit0, x1, state0) = accepted
+        merits.append(merit0)
+    return SquaremResult(x0, state0, np.array(merits), n_evaluations, False)

@@ -342,9 +342,11 @@ def vb_probit_binary(
 
     I + K is factorised once. The bound (Appendix C with C = 1 and the label probabilities
     Φ(y_i μ_i)) is recorded every iteration; the loop stops when it rises by less than
-    ``tol``·max(1, abs(bound)) *and* the fixed-point residual (the largest change of α in the last
-    iteration, relative to its size) is below √tol: a slowly contracting map can raise the bound by
-    very little per iteration while still far from its fixed point.
+    ``tol``·max(1, abs(bound)) *and* the estimated distance of α to the fixed point is below √tol
+    (relative): the last change of α divided by 1 − ρ, with ρ the contraction rate estimated from
+    successive changes (:func:`gpc_ref.acceleration.fixed_point_converged`). A slowly contracting map
+    raises the bound by very little and moves α by very little per iteration while still far from its
+    fixed point: at ρ = 0.9999 the fixed point is ten thousand last steps away.
 
     Parameters
     ----------
@@ -450,7 +452,7 @@ def vb_probit_multiclass(
     through the shifts P, whose row i depends on all C means at point i.
     The bound of Appendix C is recorded every iteration and never decreases
     (a property the tests check); the loop stops when it rises by less than
-    ``tol``·max(1, abs(bound)) and the fixed-point residual of α is below √tol (as in
+    ``tol``·max(1, abs(bound)) and the estimated distance of α to its fixed point is below √tol (as in
     :func:`vb_probit_binary`).
 
     Parameters

@@ -485,7 +485,7 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
                              n_classes: int | None = None, binary: bool = False, fixed: Sequence[str] = (),
                              likelihood: MultinomialProbitLikelihood | None = None, n_restarts: int = 0,
                              rng: np.random.Generator | int | None = None, max_iter: int = 200, tol: float = 1e-5,
-                             vb_tol: float = 1e-10, vb_max_iter: int = 1000, warm_start: bool = True,
+                             vb_tol: float = 1e-10, vb_max_iter: int = 10000, warm_start: bool = True,
                              vb_tol_per_gradient: float = 0.1, progress: bool = False) -> BoundFit:  # fmt: skip
     r"""Kernel hyperparameters by maximising the VB lower bound at its fixed point (type-II ML on the bound).
 

@@ -133,7 +133,9 @@ class VBProbitGPC(GPCBase):
         ``prior_shape``, ``prior_rate``, ``include_trace``; the paper: 50 iterations of 500 samples).
     max_iter, tol : int, float
         Limits of the fixed-kernel iterations (stop when the bound rises by less than
-        tol·max(1, abs(bound)) and the fixed-point residual is below √tol). Used with ``optimize=False`` and
+        tol·max(1, abs(bound)) and the estimated distance to the fixed point, the last step over one minus the
+        contraction rate, is below √tol: :func:`gpc_ref.acceleration.fixed_point_converged`; with SQUAREM,
+        ``max_iter`` counts evaluations of the map, and a large kernel variance can need thousands). Used with ``optimize=False`` and
         with ``method="importance_sampling"``; the bound learner's own iterations take ``vb_tol`` and
         ``vb_max_iter`` from ``learning_options``.
     accelerate : bool
@@ -166,7 +168,7 @@ class VBProbitGPC(GPCBase):
     def __init__(
         self, kernel: SEKernel | Sequence[SEKernel] | None = None, optimize: bool = True,
         rng: int | np.random.Generator = 0, progress: bool = False, *, method: str = "bound",
-        learning_options: dict | None = None, max_iter: int = 1000, tol: float = 1e-9, accelerate: bool = True,
+        learning_options: dict | None = None, max_iter: int = 10000, tol: float = 1e-9, accelerate: bool = True,
         n_nodes: int = 48, two_class: str = "binary",
     ) -> None:  # fmt: skip
         self._store_params(locals())

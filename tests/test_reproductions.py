@@ -220,9 +220,12 @@ def test_save_and_load_results_carry_provenance(tmp_path):
     assert payload == {"seeds": [0, 1], "error": 0.25}
     with open(path, encoding="utf-8") as handle:
         origin = json.load(handle)["provenance"]
-    assert set(origin) == {"command", "commit", "dirty", "date", "seconds", "machine", "versions", "blas"}
+    assert set(origin) == {"command", "commit", "dirty", "date", "seconds", "machine", "versions", "blas",
+                           "floating_point"}  # fmt: skip
     assert origin["seconds"] == 12.3 and "gpc_ref" in origin["versions"]
-    assert "demo_run.json" in description and "12 s" in description
+    # the floating-point environment: numpy's SIMD dispatch and BLAS's core type decide the last bits
+    assert "SIMD" in origin["floating_point"] and "BLAS core type" in origin["floating_point"]
+    assert "demo_run.json" in description and "12 s" in description and "SIMD" in description
     with pytest.raises(ValueError, match="provenance"):
         save_results("x", {"provenance": 1}, directory=str(tmp_path))
     with pytest.raises(ValueError, match="name"):

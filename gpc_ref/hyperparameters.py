@@ -331,8 +331,10 @@ def _failure_directions(names, projected, n_failed, failed_steps, free):
     """The entries along which the failed evaluations lay and the objective still rises, largest share first.
 
     Where the search was stopped by a region in which the objective cannot be computed, those are the entries to
-    name: which of them leads there does not depend on the rounding that decides exactly where the region
-    begins, while which gradient component is largest at the stopping point does.
+    name: the set of entries that lead there is a property of the model (a separable problem: a signal variance
+    that grows without limit, often with the lengthscale along the same ridge), while the largest gradient
+    component at the stopping point is decided by the rounding that decides where exactly the region begins.
+    Their order can still change with that rounding; the message names them all.
     """
     if not n_failed or failed_steps is None:
         return []

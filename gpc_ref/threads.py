@@ -134,7 +134,10 @@ def describe_floating_point_environment() -> str:
     try:
         from threadpoolctl import threadpool_info
 
-        cores = ", ".join(sorted({str(pool.get("architecture")) for pool in threadpool_info()})) or cores
+        cores = (
+            ", ".join(sorted({str(pool["architecture"]) for pool in threadpool_info() if pool.get("architecture")}))
+            or cores
+        )
     except ImportError:
         pass
     return f"{text}; BLAS core type {cores or 'unknown'}"

@@ -97,8 +97,9 @@ nbval: $(STAMP)
 
 ## make execute: re-run every chapter in place so the stored outputs are what the current code prints.
 ## Run it (or `make execute NOTEBOOKS=book/x.ipynb`) after changing gpc_ref, then commit the notebooks.
+# the scoreboard page renders book/reproductions.csv, which the other chapters write: it runs last
 execute: $(STAMP)
-	for nb in $(NOTEBOOKS); do \
+	for nb in $(filter-out book/reproductions.ipynb,$(NOTEBOOKS)) $(filter book/reproductions.ipynb,$(NOTEBOOKS)); do \
 		GPC_SCOREBOARD=write $(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.record_timing=False \
 			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.kernel_name=python3 $$nb || exit 1; \
 	done

@@ -357,7 +357,7 @@ def vb_probit_binary(
     max_iter : int
         Iterations at most (evaluations of the update map when accelerated).
     tol : float
-        Relative rise of the bound below which the iterations stop (with the residual test above).
+        Relative rise of the bound below which the iterations stop (with the distance test above).
     alpha_init : array_like (n,), optional
         Starting α (so μ = K α); zeros by default.
     z_init : array_like (n,), optional

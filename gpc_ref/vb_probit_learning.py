@@ -528,7 +528,7 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
     vb_max_iter : int
         The cap on the VB iterations (evaluations of the fixed-point map) of one evaluation.
     vb_tol_per_gradient : float
-        Far from the optimum the VB iterations stop when the residual of α
+        Far from the optimum the VB iterations stop when the estimated distance of α to its fixed point
         (√tolerance) is this multiple of the previous evaluation's relative gradient
         (largest free component over max(1, abs(bound))), between √vb_tol and 1e-3:
         an inexact gradient where only its direction matters. Near the optimum (relative gradient within
@@ -580,7 +580,7 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
         if state["vb_tol"] > vb_tol and relative <= 10.0 * tol:
             # near the optimum the value and gradient that the search stops on come from VB run to vb_tol
             vb, gradient = vb_and_gradient(current, vb_tol)
-        # farther from it the next evaluation may stop earlier: a residual of α (√tolerance) that is a
+        # farther from it the next evaluation may stop earlier: a distance of α to its fixed point (√tolerance) that is a
         # small multiple of the relative gradient, between √vb_tol and 1e-3 (an inexact gradient)
         state["vb_tol"] = float(np.clip(vb_tol_per_gradient * relative, np.sqrt(vb_tol), 1e-3)) ** 2
         bound = vb.log_marginal_likelihood_bound

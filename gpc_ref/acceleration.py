@@ -55,7 +55,7 @@ def fixed_point_converged(x1: np.ndarray, x2: np.ndarray, merit0: float, merit1:
                           tol: float) -> bool:  # fmt: skip
     """Whether x₁ is within tolerance of the fixed point of a map that contracts at ``rate``, with x₂ = T(x₁).
 
-    The merit changed by at most ``tol``·max(1, |merit₁|) in the step that led to x₁, and the distance from x₁
+    The merit changed by at most ``tol``·max(1, abs(merit₁)) in the step that led to x₁, and the distance from x₁
     to the fixed point, bounded for a contraction by ‖x₂ − x₁‖ / (1 − ρ) (as ‖x₁ − x*‖ ≤ ‖x₂ − x₁‖ +
     ρ‖x₁ − x*‖), is at most √tol·max(1, ‖x₁‖) in the maximum norm. A map that does not contract (ρ ≥ 1) has
     not converged.

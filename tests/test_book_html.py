@@ -225,7 +225,7 @@ def test_solution_output_stays_in_its_dropdown(page):
     ("page", "printed"),
     [
         ("ep", "site precision negative for z below"),
-        ("ep", "expected-error rule: log Z_EP"),
+        ("ep", "expected-error rule after"),
         ("ep", "log Z_EP, eps=0"),
         ("ivm", "max |μ − μ_VB|: "),
         ("vb_probit_experiments", "draws: log evidence"),

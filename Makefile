@@ -55,7 +55,7 @@ lint: $(STAMP)
 ## TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 CHECKS = PYTHONPATH=$(CURDIR)/tests$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m pytest tests $(NOTEBOOKS) -p nbtolerance --nbtolerance --nbval-current-env \
-	--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider \
+	--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 --nbval-kernel-startup-timeout=300 -p no:cacheprovider \
 	-n $(TEST_WORKERS) --dist loadfile
 test: lint $(MATHJAX)
 	$(CHECKS)
@@ -93,7 +93,7 @@ unit: $(STAMP)
 
 nbval: $(STAMP)
 	PYTHONPATH=$(CURDIR)/tests $(BIN)/python -m pytest $(NOTEBOOKS) -p nbtolerance --nbtolerance --nbval-current-env \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 -p no:cacheprovider
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600 --nbval-kernel-startup-timeout=300 -p no:cacheprovider
 
 ## make execute: re-run every chapter in place so the stored outputs are what the current code prints.
 ## Run it (or `make execute NOTEBOOKS=book/x.ipynb`) after changing gpc_ref, then commit the notebooks.

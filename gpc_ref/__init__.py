@@ -52,7 +52,9 @@ Modules, and what each holds:
 - :mod:`gpc_ref.datasets`: the papers' data sets (offline) and synthetic generators, splits,
   ``Standardizer``.
 - :mod:`gpc_ref.reproduction`: the reproduction scoreboard: ``record``, ``agreement``, stored results.
-- :mod:`gpc_ref.validation`: every input check, ``ConvergenceWarning`` and ``NotFittedError``.
+- :mod:`gpc_ref.validation`: every input check (the argument's name in every message).
+- :mod:`gpc_ref.errors`: the warnings (``ConvergenceWarning`` and its kinds, ``JitterWarning``) and
+  ``NotFittedError``.
 - :mod:`gpc_ref.threads`: limiting BLAS threads in the small-matrix loops.
 - :mod:`gpc_ref.progress`: progress bars for long runs (quiet by default).
 - :mod:`gpc_ref.classifiers`: the estimators ``LaplaceGPC``, ``VariationalBoundsGPC``, ``EPGPC``,
@@ -70,10 +72,10 @@ from .classifiers import LaplaceGPC
 from .classifiers import SparseIVM
 from .classifiers import VariationalBoundsGPC
 from .classifiers import VBProbitGPC
+from .errors import ConvergenceWarning
+from .errors import HyperparameterBoundWarning
+from .errors import NotFittedError
 from .kernels import SEKernel
-from .validation import ConvergenceWarning
-from .validation import HyperparameterBoundWarning
-from .validation import NotFittedError
 
 try:
     __version__ = _version("gpc_ref")  # the version is written once, in pyproject.toml

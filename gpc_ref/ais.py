@@ -39,6 +39,7 @@ from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from .ep import expectation_propagation
+from .errors import ConvergenceWarning
 from .exact import EvidenceEstimate
 from .laplace_multiclass import one_hot_labels
 from .laplace_multiclass import softmax_laplace_mode
@@ -52,7 +53,6 @@ from .linalg import cholesky
 from .linalg import solve_lower
 from .progress import with_progress
 from .threads import limited_blas_threads
-from .validation import ConvergenceWarning
 from .validation import check_choice
 from .validation import check_class_codes
 from .validation import check_covariance

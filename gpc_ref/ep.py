@@ -71,6 +71,7 @@ from scipy.linalg.blas import dger
 from scipy.special import log_ndtr
 from scipy.special import ndtr
 
+from .errors import ConvergenceWarning
 from .kernels import SEKernel
 from .likelihoods import LabelNoiseLikelihood
 from .likelihoods import ProbitLikelihood
@@ -78,7 +79,6 @@ from .linalg import cho_solve
 from .linalg import cholesky
 from .linalg import solve_lower
 from .threads import limited_blas_threads
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_choice
 from .validation import check_covariance

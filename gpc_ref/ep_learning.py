@@ -39,6 +39,7 @@ from .ep import ep_epsilon_gradient
 from .ep import ep_evidence_gradient
 from .ep import expectation_propagation_with_fallback
 from .ep import site_likelihood
+from .errors import ConvergenceWarning
 from .gaussian_integrals import gauss_hermite_expectation
 from .hyperparameters import HyperparameterFit
 from .hyperparameters import free_mask
@@ -50,7 +51,6 @@ from .likelihoods import ProbitLikelihood
 from .linalg import JitterWarning
 from .linalg import cholesky
 from .progress import with_progress
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_choice
 from .validation import check_kernel

@@ -17,7 +17,7 @@ p(y|f) = ∏_i p(y_i|f_i):
   log space; to 0.003 nats in about a second at n = 50 and in minutes at n = 151, but not at n = 200
   with σ_f = e⁴ and long lengthscales (see its docstring).
   :func:`multinomial_probit_orthant_evidence` is the same for the multinomial probit (G&R eq 3.1).
-- :func:`ais_log_evidence` (in :mod:`gpc_ref.ais`, re-exported here) estimates log p(y)
+- :func:`gpc_ref.ais.ais_log_evidence` (its own module, which builds on this one) estimates log p(y)
   by annealed importance sampling (Neal 2001) with elliptical slice transitions, binary and
   multi-class: the gold standard for the evidence where no orthant probability gives it.
 - :func:`autocorrelation` and :func:`effective_sample_size` measure how much a Markov chain
@@ -50,7 +50,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -60,12 +59,13 @@ from scipy.special import logsumexp
 from scipy.special import ndtri_exp
 from scipy.stats import qmc
 
+from .errors import ConvergenceWarning
+from .errors import QuadratureWarning  # re-exported
 from .gaussian_integrals import gauss_hermite_grid
 from .linalg import cho_solve
 from .linalg import cholesky
 from .progress import with_progress
 from .threads import limited_blas_threads
-from .validation import ConvergenceWarning
 from .validation import check_chain
 from .validation import check_class_codes
 from .validation import check_covariance
@@ -73,10 +73,6 @@ from .validation import check_covariance_stack
 from .validation import check_positive
 from .validation import check_positive_int
 from .validation import check_rng
-
-if TYPE_CHECKING:  # re-exported from gpc_ref.ais by __getattr__ below (gpc_ref.ais imports this module)
-    from .ais import AISEstimate
-    from .ais import ais_log_evidence
 
 __all__ = [
     "QuadraturePosterior",
@@ -86,8 +82,6 @@ __all__ = [
     "importance_sampling_evidence",
     "elliptical_slice_step",
     "elliptical_slice_sampling",
-    "ais_log_evidence",
-    "AISEstimate",
     "OrthantEstimate",
     "probit_orthant_evidence",
     "probit_orthant_log_evidence",
@@ -105,10 +99,6 @@ class QuadraturePosterior:
     mean: np.ndarray
     cov: np.ndarray
     n_nodes: int
-
-
-class QuadratureWarning(ConvergenceWarning):
-    """The tensor Gauss–Hermite rule of :func:`quadrature_posterior` has not converged."""
 
 
 def _tensor_gauss_hermite(L, log_likelihood, n_nodes):
@@ -721,13 +711,3 @@ def effective_sample_size(chain: ArrayLike) -> float | np.ndarray:
         tau = -1.0 + 2.0 * np.sum(pairs)
         out[j] = min(n / tau, cap) if tau > 0 else cap
     return float(out[0]) if column else out
-
-
-def __getattr__(name):
-    """``ais_log_evidence`` and ``AISEstimate`` live in :mod:`gpc_ref.ais` and are re-exported here (lazily:
-    gpc_ref.ais imports this module)."""
-    if name in ("ais_log_evidence", "AISEstimate"):
-        from . import ais
-
-        return getattr(ais, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

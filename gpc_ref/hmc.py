@@ -61,6 +61,7 @@ from dataclasses import field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .errors import ConvergenceWarning
 from .hyperparameters import gaussian_log_prior
 from .hyperparameters import wb_scale
 from .kernels import SEKernel
@@ -70,7 +71,6 @@ from .laplace import laplace_predict_latent
 from .laplace import laplace_predict_proba
 from .likelihoods import BinaryLikelihood
 from .progress import with_progress
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_matrix
 from .validation import check_positive_int

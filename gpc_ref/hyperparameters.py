@@ -94,11 +94,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize
 
+from .errors import ConvergenceWarning
+from .errors import HyperparameterBoundWarning
 from .kernels import SEKernel
 from .progress import with_progress
 from .threads import limited_blas_threads
-from .validation import ConvergenceWarning
-from .validation import HyperparameterBoundWarning
 from .validation import check_kernel
 from .validation import check_positive
 from .validation import check_positive_int

@@ -68,13 +68,13 @@ from numpy.typing import ArrayLike
 from scipy.spatial.distance import pdist
 from scipy.special import log_ndtr
 
+from .errors import BelowClassFrequenciesWarning  # re-exported
 from .kernels import SEKernel
 from .kernels import class_kernels
 from .likelihoods import MultinomialProbitLikelihood
 from .linalg import cholesky
 from .linalg import solve_lower
 from .progress import with_progress
-from .validation import ConvergenceWarning
 from .validation import check_choice
 from .validation import check_class_codes
 from .validation import check_matrix
@@ -108,17 +108,6 @@ _SCORE_BLOCK = 256
 # With ``screen=True`` the predictive rule ranks all candidates by the cheap pairwise bound and
 # scores only this many of the lowest by the quadrature of eq 5.5.
 SHORTLIST = 50
-
-
-class BelowClassFrequenciesWarning(ConvergenceWarning):
-    """A fitted IVM predicts its own training labels worse than the class frequencies do.
-
-    Raised by :class:`~gpc_ref.classifiers.SparseIVM` when the mean training log predictive
-    probability (:func:`training_log_predictive`) is below that of the constant classifier that
-    predicts the training class frequencies (:func:`class_frequency_log_predictive`). A subclass of
-    :class:`~gpc_ref.ConvergenceWarning`, the package's one warning family for a fit that did not reach
-    a usable result (filter it by this name to silence it alone).
-    """
 
 
 @dataclass(frozen=True)

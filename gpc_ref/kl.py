@@ -66,6 +66,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import lapack
 
+from .errors import ConvergenceWarning
 from .gaussian_integrals import log_link_expectations
 from .hyperparameters import HyperparameterFit
 from .hyperparameters import free_mask
@@ -78,7 +79,6 @@ from .likelihoods import ProbitLikelihood
 from .linalg import cholesky
 from .linalg import solve_lower
 from .threads import limited_blas_threads
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_bool
 from .validation import check_choice

@@ -50,12 +50,13 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
-from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .errors import ConvergenceWarning
 from .hyperparameters import HyperparameterFit
 from .hyperparameters import free_mask
 from .hyperparameters import log_hyperprior
@@ -71,7 +72,6 @@ from .linalg import cho_solve
 from .linalg import cholesky
 from .linalg import solve_lower
 from .linalg import solve_upper
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_choice
 from .validation import check_covariance
@@ -85,8 +85,16 @@ from .validation import check_rng
 from .validation import check_train_test
 from .validation import check_vector
 
-if TYPE_CHECKING:  # only a type hint: laplace_multiclass imports this module
-    from .laplace_multiclass import SoftmaxLaplaceEvidence
+
+class EvidenceAtTheta(Protocol):
+    """What :func:`maximize_laplace_evidence` needs of one evaluation: a :class:`LaplaceEvidence` or a
+    :class:`gpc_ref.laplace_multiclass.SoftmaxLaplaceEvidence` (named by its interface: that module imports
+    this one)."""
+
+    log_evidence: float
+    gradient: np.ndarray
+    mode: Any
+
 
 __all__ = [
     "LaplaceMode",
@@ -552,13 +560,13 @@ class MAPResult:
 
 
 def maximize_laplace_evidence(
-    evidence_at: Callable[[np.ndarray, np.ndarray | None], LaplaceEvidence | SoftmaxLaplaceEvidence],
+    evidence_at: Callable[[np.ndarray, np.ndarray | None], EvidenceAtTheta],
     theta0: ArrayLike,
     *,
     log_prior: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
     description: str = "maximize_laplace_evidence",
     **search: Any,
-) -> tuple[HyperparameterFit, LaplaceEvidence | SoftmaxLaplaceEvidence, float]:
+) -> tuple[HyperparameterFit, EvidenceAtTheta, float]:
     r"""Maximise a Laplace log evidence plus an optional log prior over θ with :func:`maximize`.
 
     The search of :func:`map_hyperparameters` and of

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import lapack
 
+from .errors import ConvergenceWarning
 from .gaussian_integrals import log_sum_exp
 from .gaussian_integrals import softmax
 from .gaussian_integrals import softmax_gaussian_expectation
@@ -60,7 +61,6 @@ from .linalg import cho_solve
 from .linalg import cholesky
 from .linalg import solve_lower
 from .threads import limited_blas_threads
-from .validation import ConvergenceWarning
 from .validation import check_class_codes
 from .validation import check_covariance_stack
 from .validation import check_matrix

@@ -601,7 +601,7 @@ class SoftmaxLikelihood(MultiClassLikelihood):
     values in the thousands. The same interface as :class:`MultinomialProbitLikelihood`: class codes
     ``t`` hold c_i ∈ 0..C-1 and ``M`` the n × C latent values f_i^c. The softmax Laplace
     approximation (:mod:`gpc_ref.laplace_multiclass`) uses this likelihood through its own closed-form
-    derivatives; this class is what :func:`gpc_ref.exact.ais_log_evidence` anneals to.
+    derivatives; this class is what :func:`gpc_ref.ais.ais_log_evidence` anneals to.
     """
 
     name = "softmax"

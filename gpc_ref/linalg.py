@@ -21,11 +21,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import linalg as sla
 
+from .errors import JitterWarning  # re-exported
+
 __all__ = ["CholeskyFactor", "cholesky", "cho_solve", "solve_lower", "solve_upper", "log_det", "JitterWarning"]
-
-
-class JitterWarning(UserWarning):
-    """A matrix needed more jitter than requested before it would factorise."""
 
 
 @dataclass(frozen=True)

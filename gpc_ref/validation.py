@@ -24,15 +24,35 @@ import numbers
 from collections.abc import Collection
 from collections.abc import Sequence
 from collections.abc import Sized
-from typing import TYPE_CHECKING
+from typing import Protocol
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-if TYPE_CHECKING:  # kernels imports this module: the kernel class is named for the type checker only
-    from .kernels import SEKernel
+from .errors import ConvergenceWarning  # re-exported: the package's warnings live in gpc_ref.errors
+from .errors import HyperparameterBoundWarning
+from .errors import NotFittedError
+
+
+class KernelLike(Protocol):
+    """What :func:`check_kernel` asks of a kernel: the interface of :class:`gpc_ref.SEKernel`.
+
+    (A protocol rather than the class, so that this module, which kernels imports, imports nothing back.)
+    """
+
+    theta: np.ndarray
+    theta_names: Sequence[str]
+
+    def K(self, X, X2=None): ...
+
+    def diag(self, X): ...
+
+    def gradients(self, X): ...
+
+    def with_theta(self, theta): ...
+
 
 _T = TypeVar("_T")
 
@@ -66,29 +86,6 @@ __all__ = [
     "check_bool",
     "check_rng",
 ]
-
-
-class ConvergenceWarning(UserWarning):
-    """An iterative method stopped before its convergence test was met.
-
-    The message names the method, the iteration (or sweep) count and the size of whatever
-    the test looks at (a gradient norm, a change of the objective, a site change), so that
-    the reader can tell "almost there" from "nowhere near".
-    """
-
-
-class HyperparameterBoundWarning(ConvergenceWarning):
-    """A learnt hyperparameter ended on the edge of its search box.
-
-    The maximiser (:func:`gpc_ref.hyperparameters.maximize`) has converged in the box (its projected
-    gradient is zero), but its optimum is where the box ends: the objective does not fall beyond the
-    edge, so the value learnt is the box's, not the data's. The message names the parameter, its value, the edge and what that edge means
-    for a kernel (an ARD lengthscale at the upper edge: the input is switched off).
-    """
-
-
-class NotFittedError(ValueError, AttributeError):
-    """An estimator was asked to predict before ``fit`` was called."""
 
 
 def _as_float_array(value, name, what):
@@ -628,7 +625,7 @@ def check_test_covariances(
     return cross, diag
 
 
-def check_kernel(kernel: SEKernel, name: str = "kernel") -> SEKernel:
+def check_kernel(kernel: KernelLike, name: str = "kernel") -> KernelLike:
     """Return ``kernel`` after checking that it is a kernel object with the SEKernel interface.
 
     (Checked by its methods rather than its class so that this module does not import

@@ -78,6 +78,7 @@ from scipy import optimize
 from scipy.special import expit
 from scipy.special import xlogy
 
+from .errors import ConvergenceWarning
 from .gaussian_integrals import sigmoid_gaussian_mackay
 from .hyperparameters import HyperparameterFit
 from .hyperparameters import free_mask
@@ -90,7 +91,6 @@ from .likelihoods import log_sigmoid
 from .linalg import cho_solve
 from .linalg import cholesky
 from .linalg import solve_lower
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_choice
 from .validation import check_covariance

@@ -78,12 +78,12 @@ from scipy.special import ndtr
 from .acceleration import contraction_rate
 from .acceleration import fixed_point_converged
 from .acceleration import squarem
+from .errors import ConvergenceWarning
 from .likelihoods import MultinomialProbitLikelihood
 from .likelihoods import normal_pdf_over_cdf
 from .linalg import CholeskyFactor
 from .linalg import cholesky
 from .linalg import solve_lower
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_class_codes
 from .validation import check_covariance_stack

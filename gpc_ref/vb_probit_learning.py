@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike
 from scipy.special import log_ndtr
 from scipy.special import logsumexp
 
+from .errors import ConvergenceWarning
 from .hyperparameters import HyperparameterFit
 from .hyperparameters import free_mask
 from .hyperparameters import maximize
@@ -58,7 +59,6 @@ from .likelihoods import normal_pdf_over_cdf
 from .linalg import cholesky
 from .linalg import solve_lower
 from .progress import with_progress
-from .validation import ConvergenceWarning
 from .validation import check_binary_labels
 from .validation import check_bool
 from .validation import check_class_codes

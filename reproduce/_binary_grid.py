@@ -40,13 +40,13 @@ from gpc_ref import KLGPC
 from gpc_ref import LaplaceGPC
 from gpc_ref import VariationalBoundsGPC
 from gpc_ref import VBProbitGPC
+from gpc_ref.ais import ais_log_evidence
 from gpc_ref.datasets import Standardizer
 from gpc_ref.datasets import crabs_split
 from gpc_ref.datasets import load_biopsy
 from gpc_ref.datasets import load_crabs
 from gpc_ref.datasets import make_gm_toy_1d
 from gpc_ref.datasets import stratified_split
-from gpc_ref.exact import ais_log_evidence
 from gpc_ref.exact import probit_orthant_evidence
 from gpc_ref.likelihoods import LogisticLikelihood
 from gpc_ref.metrics import error_rate

@@ -1,4 +1,4 @@
-"""Annealed importance sampling (gpc_ref.ais, re-exported as gpc_ref.exact.ais_log_evidence) against exact evidences.
+"""Annealed importance sampling (gpc_ref.ais) against exact evidences.
 
 The paper-scale validation, in the regime the Comparison part uses (the 50-point toy grid's corners up
 to σ_f = e⁴), is ``reproduce/ais_validation.py``, stored in ``book/results/ais_validation.json``; the
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from gpc_ref.ais import AISEstimate
+from gpc_ref.ais import ais_log_evidence
 from gpc_ref.datasets import Standardizer
 from gpc_ref.datasets import make_gm_toy_1d
-from gpc_ref.exact import ais_log_evidence
 from gpc_ref.exact import multinomial_probit_orthant_evidence
 from gpc_ref.exact import probit_orthant_evidence
 from gpc_ref.exact import quadrature_posterior

@@ -10,9 +10,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import threads
+from ..errors import NotFittedError
 from ..kernels import SEKernel
 from ..threads import limit_blas_threads
-from ..validation import NotFittedError
 from ..validation import check_bool
 from ..validation import check_class_labels
 from ..validation import check_matrix

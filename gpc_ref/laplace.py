@@ -102,6 +102,10 @@ __all__ = [
     "MAPResult",
     "PREDICTION_METHODS",
     "laplace_mode",
+    "laplace_mode_core",
+    "newton_target",
+    "newton_tests",
+    "NewtonTests",
     "laplace_evidence_gradient",
     "laplace_evidence",
     "laplace_predict_latent",
@@ -124,6 +128,45 @@ def _factor_B(K, sqrt_W):
     B *= sqrt_W[None, :]
     B[np.diag_indices_from(B)] += 1.0
     return cholesky(B, name="B = I + W½KW½")
+
+
+def newton_target(K: np.ndarray, L: np.ndarray, W: np.ndarray, f: np.ndarray, grad_log_lik: np.ndarray) -> np.ndarray:
+    """Steps 2.2–2.3 of Algorithm 4.1 (lapb-alg-newton): a with K a = (K⁻¹ + W)⁻¹ (W f + ∇log p(y|f)).
+
+    ``L`` is the Cholesky factor of B = I + W½KW½ (step 2.1); the full Newton step goes to f = K a
+    (W&B 1997 eq 7 in the form of GPML Algorithm 3.1, lines 6–7).
+    """
+    sqrt_W = np.sqrt(W)
+    b = W * f + grad_log_lik  # step 2.2: b = W f + t − π
+    return b - sqrt_W * solve_upper(L, solve_lower(L, sqrt_W * (K @ b)))  # step 2.3: a = b − W½ L⁻ᵀL⁻¹ W½ K b
+
+
+@dataclass(frozen=True)
+class NewtonTests:
+    """The three tests of step 2.6 of Algorithm 4.1 (lapb-alg-newton), and the sizes they look at."""
+
+    gradient: bool  # every |∇Ψ_i| ≤ √ε max(1, max_i |∇log p_i|)
+    psi: bool  # |ΔΨ| ≤ ε max(1, |Ψ|)
+    W: bool  # W&B's rule: mean relative change of W below √ε
+    gradient_norm: float
+    change_W: float
+    change_psi: float
+
+
+def newton_tests(a, grad_log_lik, psi, psi_old, W, W_old, tol) -> NewtonTests:
+    """Step 2.6 of Algorithm 4.1 (lapb-alg-newton) at the new iterate, with ∇Ψ = ∇log p(y|f) − a (f = K a)."""
+    gradient_norm = float(np.max(np.abs(grad_log_lik - a)))
+    scale = np.maximum(W_old, W)  # W&B 1997 §2.3: the mean relative difference of the elements of W
+    change_W = float(np.mean(np.divide(np.abs(W - W_old), scale, out=np.zeros(len(W)), where=scale > 0)))
+    change_psi = abs(psi - psi_old)
+    return NewtonTests(
+        gradient=gradient_norm <= np.sqrt(tol) * max(1.0, float(np.max(np.abs(grad_log_lik)))),
+        psi=change_psi <= tol * max(1.0, abs(psi)),
+        W=change_W < np.sqrt(tol),  # W&B's rule at √ε: held at ε it is decided by rounding at large σ_f
+        gradient_norm=gradient_norm,
+        change_W=change_W,
+        change_psi=change_psi,
+    )
 
 
 def _noise_matrix(likelihood, y, f):
@@ -170,6 +213,9 @@ class LaplaceMode:
         The likelihood used (``LogisticLikelihood`` by default).
     gradient_norm : float
         Largest component of ∇Ψ(f̂) when Newton stopped.
+    n_halved : int
+        Newton steps that :func:`laplace_mode` halved because the full step lowered Ψ (the safeguard that
+        Algorithm 4.1 does not have; 0 from :func:`laplace_mode_core`).
     """
 
     f: np.ndarray
@@ -184,6 +230,39 @@ class LaplaceMode:
     y: np.ndarray = field(repr=False, default=None)
     likelihood: object = field(repr=False, default=None)
     gradient_norm: float = field(default=np.nan)
+    n_halved: int = 0
+
+
+def laplace_mode_core(K: np.ndarray, y: np.ndarray, likelihood: BinaryLikelihood, *, tol: float = 1e-9,
+                      max_iter: int = 100) -> LaplaceMode:  # fmt: skip
+    """Algorithm 4.1 (lapb-alg-newton), step for step: Newton's method for the binary Laplace mode.
+
+    The plain core of :func:`laplace_mode`, which checks the arguments, may start from ``f_init``, halves a
+    step that would lower Ψ and warns when the tests of step 2.6 are not met; this function trusts its
+    arguments (K symmetric positive semi-definite, y in {−1, +1}, a log-concave likelihood) and does none of
+    that. Where no step is halved the two return the same mode (``tests/test_laplace_binary.py``).
+
+    References: [WB97] eqs 5–7, 10 and §2.3; [GPML] Algorithm 3.1.
+    """
+    f = np.zeros(len(y))  # step 1: f = 0 (W&B: "initialized each time with π = 0.5")
+    grad_log_lik, W = _noise_matrix(likelihood, y, f)  # step 1: t − π and W = −∇∇log p(y|f)
+    psi, converged = -np.inf, False
+    for n_iter in range(1, max_iter + 1):
+        L = _factor_B(K, np.sqrt(W)).L  # step 2.1: L Lᵀ = B = I + W½KW½
+        a = newton_target(K, L, W, f, grad_log_lik)  # steps 2.2–2.3
+        f = K @ a  # step 2.4 (W&B eq 7)
+        psi_old, psi = psi, float(np.sum(likelihood.log_p(y, f)) - 0.5 * a @ f)  # step 2.4: Ψ (W&B eq 3)
+        W_old = W
+        grad_log_lik, W = _noise_matrix(likelihood, y, f)  # step 2.5
+        tests = newton_tests(a, grad_log_lik, psi, psi_old, W, W_old, tol)  # step 2.6
+        if tests.gradient and tests.psi and tests.W:
+            converged = True
+            break
+    L = _factor_B(K, np.sqrt(W)).L  # step 3
+    log_evidence = psi - float(np.sum(np.log(np.diag(L))))  # step 3: W&B eq 10, log q = Ψ − ½ log|B|
+    return LaplaceMode(f=f, W=W, L=L, a=a, log_evidence=log_evidence, n_iter=n_iter, converged=converged,
+                       grad_log_lik=grad_log_lik, log_lik=float(np.sum(likelihood.log_p(y, f))), y=y,
+                       likelihood=likelihood, gradient_norm=tests.gradient_norm)  # fmt: skip
 
 
 def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | None = None,
@@ -247,14 +326,10 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
     a, psi = None, -np.inf  # K⁻¹f is known once a Newton step has produced f = K a
     d1, W = _noise_matrix(likelihood, y, f)
     chol = _factor_B(K, np.sqrt(W))
-    converged, change_W, change_psi, gradient_norm = False, np.inf, np.inf, np.inf
+    converged, change_W, change_psi, gradient_norm, n_halved = False, np.inf, np.inf, np.inf, 0
     for n_iter in range(1, max_iter + 1):
-        sqrt_W = np.sqrt(W)
-        # GPML Alg. 3.1 line 6 (right-hand side of W&B 1997 eq 7): b = W f + ∇log p(y|f)
-        b = W * f + d1
-        # GPML Alg. 3.1 line 7: a = b − W½ B⁻¹ W½ K b, so that K a = (K⁻¹ + W)⁻¹ b  (W&B 1997 eq 7)
-        a_full = b - sqrt_W * solve_upper(chol.L, solve_lower(chol.L, sqrt_W * (K @ b)))
-        f_full = K @ a_full
+        a_full = newton_target(K, chol.L, W, f, d1)  # Algorithm 4.1 steps 2.2–2.3 (W&B 1997 eq 7)
+        f_full = K @ a_full  # step 2.4
         # step halving, only if the full step lowered Ψ (W&B 1997 eq 3 without constants: Ψ = log p − ½ aᵀf)
         step, stalled = 1.0, False
         for _ in range(30):
@@ -266,20 +341,14 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
             step *= 0.5
         else:  # no step raises Ψ: we are at its maximum to machine precision
             a_new, f_new, psi_new, stalled = a, f, psi, True
-        d1, W_new = _noise_matrix(likelihood, y, f_new)
-        # W&B 1997 §2.3: mean relative difference of the elements of W between consecutive iterations
-        scale = np.maximum(W, W_new)
-        change_W = float(np.mean(np.divide(np.abs(W_new - W), scale, out=np.zeros(n), where=scale > 0)))
-        change_psi = abs(psi_new - psi)
+        n_halved += step < 1.0
+        d1, W_new = _noise_matrix(likelihood, y, f_new)  # step 2.5
+        tests = newton_tests(a_new, d1, psi_new, psi, W_new, W, tol)  # step 2.6
+        gradient_norm, change_W, change_psi = tests.gradient_norm, tests.change_W, tests.change_psi
         a, f, psi, W = a_new, f_new, psi_new, W_new
         chol = _factor_B(K, np.sqrt(W))  # for the next step, or for the evidence if this was the last
-        # ∇Ψ = ∇log p(y|f) − K⁻¹f, with K⁻¹f = a (f = K a)
-        gradient_norm = float(np.max(np.abs(d1 - a)))
-        small_gradient = gradient_norm <= np.sqrt(tol) * max(1.0, float(np.max(np.abs(d1))))
-        # W&B's rule at √tol: held at tol it is decided by rounding at large σ_f (see the docstring)
-        if small_gradient and (
-            stalled or (step == 1.0 and change_W < np.sqrt(tol) and change_psi <= tol * max(1.0, abs(psi)))
-        ):
+        # a halved step never counts as converged; a stalled one (no step raises Ψ) does if ∇Ψ is small
+        if tests.gradient and (stalled or (step == 1.0 and tests.W and tests.psi)):
             converged = True
             break
         if stalled:
@@ -297,7 +366,7 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
     log_evidence = psi - float(np.sum(np.log(np.diag(chol.L))))
     return LaplaceMode(f=f, W=W, L=chol.L, a=a, log_evidence=float(log_evidence), n_iter=n_iter,
                        converged=converged, grad_log_lik=d1, log_lik=log_lik, y=y, likelihood=likelihood,
-                       gradient_norm=gradient_norm)  # fmt: skip
+                       gradient_norm=gradient_norm, n_halved=int(n_halved))  # fmt: skip
 
 
 def laplace_evidence_gradient(mode: LaplaceMode, K: np.ndarray, dK: np.ndarray) -> np.ndarray:

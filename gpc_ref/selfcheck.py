@@ -26,21 +26,21 @@ reference's default. An exception raised by your function is reported as a faili
 
 Which check belongs to which box of the book:
 
-=========================  ================================================  ==================
+=========================  ================================================  ========================
 name                       what you implement                                book
-=========================  ================================================  ==================
-laplace_mode               Newton's method for the binary Laplace mode       lapb-alg-newton
-laplace_evidence_gradient  gradient of the Laplace evidence, given the mode  lapb-alg-gradient
-laplace_evidence           Laplace evidence and its gradient from a kernel   lapb-alg-gradient
-softmax_laplace_mode       softmax Laplace mode in O(Cn³)                    lapm-alg-mode
-tilted_moments             EP site update: log Z_i, α_i, β_i of a tilted     ep-alg-ep step 2
-expectation_propagation    sequential EP to its fixed point                  ep-alg-ep
-lower_bound                Jaakkola–Jordan lower bound log Z′ at fixed ν     vgc-alg-lower
-update_nu                  the fixed-point update of ν                       vgc-alg-lower
-vb_probit_binary           binary variational Bayes probit                   vbp-alg-binary
-vb_probit_multiclass       variational Bayes multinomial probit              vbp-alg-multiclass
-adf_include                one IVM inclusion, G&R eqs 5.1–5.4                ivm-alg step 2.3
-=========================  ================================================  ==================
+=========================  ================================================  ========================
+laplace_mode               Newton's method for the binary Laplace mode       Alg. 4.1 lapb-alg-newton
+laplace_evidence_gradient  gradient of the Laplace evidence, given the mode  Alg. 4.3 lapb-alg-gradient
+laplace_evidence           Laplace evidence and its gradient from a kernel   Alg. 4.3 lapb-alg-gradient
+softmax_laplace_mode       softmax Laplace mode in O(Cn³)                    Alg. 6.1 lapm-alg-mode
+tilted_moments             EP site update: log Z_i, α_i, β_i of a tilted     Alg. 8.1 ep-alg-ep step 2
+expectation_propagation    sequential EP to its fixed point                  Alg. 8.1 ep-alg-ep
+lower_bound                Jaakkola–Jordan lower bound log Z′ at fixed ν     Alg. 7.1 vgc-alg-lower
+update_nu                  the fixed-point update of ν                       Alg. 7.1 vgc-alg-lower
+vb_probit_binary           binary variational Bayes probit                   Alg. 9.1 vbp-alg-binary
+vb_probit_multiclass       variational Bayes multinomial probit              Alg. 9.2 vbp-alg-multiclass
+adf_include                one IVM inclusion, G&R eqs 5.1–5.4                Alg. 11.1 ivm-alg step 2.3
+=========================  ================================================  ========================
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ import numpy as np
 
 from .ep import expectation_propagation
 from .ep import tilted_moments
+from .errors import ConvergenceWarning
 from .ivm import adf_include
 from .kernels import SEKernel
 from .laplace import laplace_evidence
@@ -64,7 +65,6 @@ from .laplace_multiclass import one_hot_labels
 from .laplace_multiclass import softmax_laplace_mode
 from .likelihoods import LabelNoiseLikelihood
 from .likelihoods import MultinomialProbitLikelihood
-from .validation import ConvergenceWarning
 from .variational_bounds import lower_bound
 from .variational_bounds import update_nu
 from .vb_probit import vb_probit_binary
@@ -446,42 +446,42 @@ _CHECKS = {
     "laplace_mode": _Check(
         laplace_mode,
         "laplace_mode(K, y)",
-        "lapb-alg-newton in book/laplace_binary.ipynb",
+        "Algorithm 4.1 (lapb-alg-newton) in book/laplace_binary.ipynb",
         _LAPLACE_MODE_FIELDS,
         _laplace_mode_cases,
     ),
     "laplace_evidence_gradient": _Check(
         laplace_evidence_gradient,
         "laplace_evidence_gradient(mode, K, dK)",
-        "lapb-alg-gradient in book/laplace_binary.ipynb",
+        "Algorithm 4.3 (lapb-alg-gradient) in book/laplace_binary.ipynb",
         (_Field("gradient", 1e-6, 1e-7),),
         _laplace_gradient_cases,
     ),
     "laplace_evidence": _Check(
         laplace_evidence,
         "laplace_evidence(kernel, X, y)",
-        "lapb-alg-gradient in book/laplace_binary.ipynb",
+        "Algorithm 4.3 (lapb-alg-gradient) in book/laplace_binary.ipynb",
         (_Field("log_evidence", 1e-6, 1e-5), _Field("gradient", 1e-4, 1e-5)),
         _laplace_evidence_cases,
     ),
     "softmax_laplace_mode": _Check(
         softmax_laplace_mode,
         "softmax_laplace_mode(K, Y)",
-        "lapm-alg-mode in book/laplace_multiclass.ipynb",
+        "Algorithm 6.1 (lapm-alg-mode) in book/laplace_multiclass.ipynb",
         (_Field("f", 1e-5, 1e-5), _Field("log_evidence", 1e-6, 1e-5), _Field("a", 1e-4, 1e-5, required=False)),
         _softmax_mode_cases,
     ),
     "tilted_moments": _Check(
         tilted_moments,
         "tilted_moments(y, mean_cav, var_cav, epsilon=..., latent_noise=...)",
-        "ep-alg-ep in book/ep.ipynb",
+        "Algorithm 8.1 (ep-alg-ep) in book/ep.ipynb",
         (_Field("log_Z", 1e-7, 1e-9), _Field("alpha", 1e-6, 1e-9), _Field("beta", 1e-6, 1e-9)),
         _tilted_cases,
     ),
     "expectation_propagation": _Check(
         expectation_propagation,
         "expectation_propagation(K, y, likelihood=...)",
-        "ep-alg-ep in book/ep.ipynb",
+        "Algorithm 8.1 (ep-alg-ep) in book/ep.ipynb",
         (
             _Field("tau", 1e-3, 1e-4),
             _Field("nu", 1e-3, 1e-4),
@@ -494,7 +494,7 @@ _CHECKS = {
     "lower_bound": _Check(
         lower_bound,
         "lower_bound(K, t, nu)",
-        "vgc-alg-lower in book/variational_bounds.ipynb",
+        "Algorithm 7.1 (vgc-alg-lower) in book/variational_bounds.ipynb",
         (
             _Field("log_Z", 1e-9, 1e-9),
             _Field("mean", 1e-7, 1e-8),
@@ -506,14 +506,14 @@ _CHECKS = {
     "update_nu": _Check(
         update_nu,
         "update_nu(K, t, nu)",
-        "vgc-alg-lower in book/variational_bounds.ipynb",
+        "Algorithm 7.1 (vgc-alg-lower) in book/variational_bounds.ipynb",
         (_Field("nu", 1e-7, 1e-8),),
         _update_nu_cases,
     ),
     "vb_probit_binary": _Check(
         vb_probit_binary,
         "vb_probit_binary(K, t)",
-        "vbp-alg-binary in book/vb_probit.ipynb",
+        "Algorithm 9.1 (vbp-alg-binary) in book/vb_probit.ipynb",
         (
             _Field("M", 1e-3, 1e-3),
             _Field("alpha", 1e-3, 1e-3, required=False),
@@ -524,7 +524,7 @@ _CHECKS = {
     "vb_probit_multiclass": _Check(
         vb_probit_multiclass,
         "vb_probit_multiclass(K, t)",
-        "vbp-alg-multiclass in book/vb_probit.ipynb",
+        "Algorithm 9.2 (vbp-alg-multiclass) in book/vb_probit.ipynb",
         (
             _Field("M", 1e-3, 1e-3),
             _Field("alpha", 1e-3, 1e-3, required=False),
@@ -536,7 +536,7 @@ _CHECKS = {
         adf_include,
         "adf_include(M, var, mean, column, shift, step, n, kernel_of_class), updating M, var and "
         "mean in place (or returning them)",
-        "ivm-alg in book/ivm.ipynb",
+        "Algorithm 11.1 (ivm-alg) in book/ivm.ipynb",
         (_Field("M", 1e-9, 1e-10), _Field("var", 1e-9, 1e-10), _Field("mean", 1e-9, 1e-10)),
         _adf_cases,
         in_place=(0, 1, 2),

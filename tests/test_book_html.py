@@ -252,3 +252,34 @@ def test_no_section_named_by_raw_label(page):
     prefixes = "sec|vbx|vbp|ep|ivm|laph|lapb|lapm|vgc|cmp|gpr|cls|errata"
     found = re.findall(rf"\bsection (?:{prefixes})-[a-z0-9-]+", text)
     assert not found, f"{page}: sections named by raw label: {found[:3]}"
+
+
+def _box_numbers():
+    """The number the reader sees for each algorithm box, by its label: {"lapb-alg-newton": "4.1", ...}."""
+    numbers = {}
+    for page in (HTML / "book").glob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        pattern = r'class="proof algorithm[^"]*" id="([\w-]+)">\s*<p class="admonition-title"><span class="caption-number">Algorithm ([\d.]+) '
+        for label, number in re.findall(pattern, html):
+            numbers[label] = number
+    return numbers
+
+
+def test_code_cites_each_box_by_the_number_the_reader_sees():
+    """A docstring or comment in gpc_ref that names "Algorithm N.M (label)" names the box the book numbers N.M."""
+    import gpc_ref
+
+    numbers = _box_numbers()
+    assert "lapb-alg-newton" in numbers
+    cited = []
+    sources = list(pathlib.Path(gpc_ref.__file__).parent.rglob("*.py"))
+    for source in sources:
+        for number, label in re.findall(
+            r"Algorithm (\d+\.\d+) \(([\w-]+-alg[\w-]*)\)", source.read_text(encoding="utf-8")
+        ):
+            cited.append(label)
+            assert label in numbers, f"{source.name}: cites box {label}, which the book does not have"
+            assert numbers[label] == number, (
+                f"{source.name}: cites {label} as Algorithm {number}; the book numbers it {numbers[label]}"
+            )
+    assert len(cited) >= 5

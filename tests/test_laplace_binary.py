@@ -20,6 +20,7 @@ from gpc_ref.laplace import MAPResult
 from gpc_ref.laplace import laplace_evidence
 from gpc_ref.laplace import laplace_evidence_gradient
 from gpc_ref.laplace import laplace_mode
+from gpc_ref.laplace import laplace_mode_core
 from gpc_ref.laplace import laplace_predict_latent
 from gpc_ref.laplace import laplace_predict_proba
 from gpc_ref.laplace import map_hyperparameters
@@ -79,6 +80,43 @@ def test_stable_newton_equals_the_papers_iteration(rng):
     # L is the Cholesky factor of B = I + W½ K W½
     sw = np.sqrt(mode.W)
     np.testing.assert_allclose(mode.L @ mode.L.T, np.eye(len(y)) + sw[:, None] * K * sw, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------ the plain core (Algorithm 4.1) and the driver
+@pytest.mark.parametrize("likelihood", [LogisticLikelihood(), ProbitLikelihood()], ids=["logistic", "probit"])
+def test_core_and_driver_agree_where_no_step_is_halved(rng, likelihood):
+    """laplace_mode runs the core's step functions: where it halves no step, it is the core exactly."""
+    compared = 0
+    for _ in range(40):
+        n, d = int(rng.integers(5, 60)), int(rng.integers(2, 5))
+        X, y = make_data(rng, n=n, d=d)
+        K = SEKernel(variance=float(np.exp(rng.uniform(-2, 5))), lengthscale=float(np.exp(rng.uniform(-1, 1.5))),
+                     jitter=1e-6).K(X)  # fmt: skip
+        driver, core = laplace_mode(K, y, likelihood=likelihood), laplace_mode_core(K, y, likelihood)
+        assert driver.converged and core.converged
+        if driver.n_halved == 0:
+            compared += 1
+            assert driver.n_iter == core.n_iter
+            np.testing.assert_allclose(core.f, driver.f, rtol=0, atol=1e-12)
+            assert core.log_evidence == pytest.approx(driver.log_evidence, rel=1e-13, abs=1e-13)
+    assert compared >= 35  # the safeguard is rare at moderate signal variances
+
+
+def test_driver_halves_steps_where_the_core_fails_and_says_so():
+    """At σ_f² = 1e7 on separable data a full Newton step can overshoot: here the box's iteration does not
+    converge in 100 steps (on this machine; elsewhere it may recover, to the same mode), while the driver
+    halves that step, reports it, and reaches a stationary mode."""
+    rng = np.random.default_rng(5)
+    X, y = make_data(rng, n=46, d=2, noise=0.0)
+    K = SEKernel(variance=1e7, lengthscale=1.0, jitter=1e-6).K(X)
+    driver = laplace_mode(K, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the core never warns
+        core = laplace_mode_core(K, y, LogisticLikelihood())
+    assert driver.converged and driver.n_halved > 0
+    assert driver.gradient_norm <= np.sqrt(1e-9) * max(1.0, np.max(np.abs(driver.grad_log_lik)))
+    assert core.n_halved == 0
+    assert not core.converged or core.log_evidence == pytest.approx(driver.log_evidence, abs=1e-6)
 
 
 def test_log_evidence_equals_papers_eq_10(rng):

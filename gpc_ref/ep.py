@@ -97,6 +97,9 @@ __all__ = [
     "posterior_from_sites",
     "ep_log_evidence",
     "expectation_propagation",
+    "ep_core",
+    "ep_sweep",
+    "site_change",
     "site_marginals",
     "expectation_propagation_with_fallback",
     "ep_evidence_gradient",
@@ -448,8 +451,20 @@ def site_marginals(K: ArrayLike, tau: ArrayLike, nu: ArrayLike) -> tuple[np.ndar
     return np.diag(Sigma).copy(), mu
 
 
-def _sequential_sweep(K, y, tau, nu, damping, epsilon, latent_noise):
-    """One sweep of sequential EP (K&G §3 steps 1–4) from q recomputed from the sites; returns (tau, nu, skipped)."""
+def site_change(tau_old: np.ndarray, nu_old: np.ndarray, tau: np.ndarray, nu: np.ndarray) -> float:
+    """Step 3 of Algorithm 8.1 (ep-alg-ep): the largest relative change of a site parameter in a sweep,
+    max_i of |Δτ̃_i|/(1 + |τ̃_i|) and |Δν̃_i|/(1 + |ν̃_i|) (the fixed-point residual EP stops on)."""
+    return float(max(np.max(np.abs(tau - tau_old) / (1.0 + np.abs(tau_old))),
+                     np.max(np.abs(nu - nu_old) / (1.0 + np.abs(nu_old)))))  # fmt: skip
+
+
+def ep_sweep(K, y, tau, nu, damping, epsilon, latent_noise):
+    """Steps 2.1–2.2 of Algorithm 8.1 (ep-alg-ep): one sweep of sequential EP (K&G §3 steps 1–4).
+
+    Σ and μ are recomputed from the sites (step 2.2 of the sweep before, done here at its start); then each
+    site i in turn gets its cavity, tilted moments, new parameters and the rank-one update of q. Returns
+    the new (τ̃, ν̃) and the number of sites skipped (no proper cavity, or a non-finite update).
+    """
     Sigma, mu, _, _ = posterior_from_sites(K, tau, nu, need_R=False)
     # Σ is symmetric, so its Fortran-ordered copy can take BLAS rank-one updates in place
     Sigma = np.asfortranarray(Sigma)
@@ -527,6 +542,72 @@ def _parallel_sweep(K, y, tau, nu, damping, epsilon, latent_noise, marginals):
 
 
 @limited_blas_threads
+def _ep_result(K, y, tau, nu, epsilon, latent_noise, *, n_sweeps, converged, max_change, n_skipped, schedule):
+    """Step 4 of Algorithm 8.1 (ep-alg-ep): q and log Z_EP from the final sites, as an :class:`EPResult`."""
+    posterior = posterior_from_sites(K, tau, nu)
+    Sigma, mu, R, log_det = posterior
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_evidence, log_Z, tau_cav, nu_cav = ep_log_evidence(
+            K, y, tau, nu, epsilon=epsilon, latent_noise=latent_noise, posterior=posterior
+        )
+    if not np.isfinite(log_evidence):
+        # e.g. a point whose posterior variance is exactly zero has no cavity; say so rather than return NaN
+        raise FloatingPointError(
+            "EP: the evidence is not finite at these sites (a point with zero posterior variance: a zero prior "
+            "variance, or a kernel at an extreme of its parameters?)"
+        )
+    # a = C⁻¹μ = ν̃ − T̃μ (from Σ⁻¹μ = ν̃); K&G eq 11 writes μ = C diag(y) α
+    a = nu - tau * mu
+    return EPResult(
+        tau=tau,
+        nu=nu,
+        mu=mu,
+        Sigma=Sigma,
+        a=a,
+        R=R,
+        log_evidence=log_evidence,
+        log_Z=log_Z,
+        mean_cav=nu_cav / tau_cav,
+        var_cav=1.0 / tau_cav,
+        epsilon=epsilon,
+        latent_noise=latent_noise,
+        n_sweeps=n_sweeps,
+        converged=converged,
+        max_change=max_change,
+        n_skipped=n_skipped,
+        log_det=log_det,
+        schedule=schedule,
+    )
+
+
+def ep_core(K: np.ndarray, y: np.ndarray, likelihood: ProbitLikelihood | LabelNoiseLikelihood, *,
+            damping: float = 1.0, tol: float = 1e-6, max_sweeps: int = 100) -> EPResult:  # fmt: skip
+    """Algorithm 8.1 (ep-alg-ep), step for step: sequential EP for binary GP classification.
+
+    The plain core of :func:`expectation_propagation`, which checks the arguments, may start from given
+    sites, offers the parallel schedule (with adaptive damping) and warns when step 3 is not met; this
+    function trusts its arguments and does none of that. Both run :func:`ep_sweep` and :func:`site_change`,
+    so that on the sequential schedule from zero sites they return the same result
+    (``tests/test_ep.py``).
+
+    References: [KG03] §3; [GPML] Algorithm 3.5.
+    """
+    epsilon, latent_noise = site_likelihood(likelihood)  # the (ε, s) of the likelihood family
+    tau, nu = np.zeros(len(y)), np.zeros(len(y))  # step 1: K&G v_i = ∞, m_i = 0, so q = the prior
+    n_skipped, converged = 0, False
+    for sweep in range(1, max_sweeps + 1):  # step 2
+        tau_old, nu_old = tau, nu
+        tau, nu, skipped = ep_sweep(K, y, tau, nu, damping, epsilon, latent_noise)  # steps 2.1–2.2
+        n_skipped += skipped
+        max_change = site_change(tau_old, nu_old, tau, nu)
+        if max_change <= tol:  # step 3
+            converged = True
+            break
+    # step 4: q and log Z_EP from the sites
+    return _ep_result(K, y, tau, nu, epsilon, latent_noise, n_sweeps=sweep, converged=converged,
+                      max_change=max_change, n_skipped=n_skipped, schedule="sequential")  # fmt: skip
+
+
 def expectation_propagation(
     K: ArrayLike,
     y: ArrayLike,
@@ -635,9 +716,8 @@ def expectation_propagation(
                 K, y, tau, nu, damping, epsilon, latent_noise, marginals
             )
         else:
-            tau, nu, skipped = _sequential_sweep(K, y, tau, nu, damping, epsilon, latent_noise)
-            max_change = float(max(np.max(np.abs(tau - tau_before) / (1.0 + np.abs(tau_before))),
-                                   np.max(np.abs(nu - nu_before) / (1.0 + np.abs(nu_before)))))  # fmt: skip
+            tau, nu, skipped = ep_sweep(K, y, tau, nu, damping, epsilon, latent_noise)  # Algorithm 8.1 step 2
+            max_change = site_change(tau_before, nu_before, tau, nu)  # Algorithm 8.1 step 3
         n_skipped += skipped
         if max_change <= tol:
             converged = True
@@ -656,40 +736,8 @@ def expectation_propagation(
             ConvergenceWarning,
             stacklevel=2,
         )
-    posterior = posterior_from_sites(K, tau, nu)
-    Sigma, mu, R, log_det = posterior
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_evidence, log_Z, tau_cav, nu_cav = ep_log_evidence(
-            K, y, tau, nu, epsilon=epsilon, latent_noise=latent_noise, posterior=posterior
-        )
-    if not np.isfinite(log_evidence):
-        # e.g. a point whose posterior variance is exactly zero has no cavity; say so rather than return NaN
-        raise FloatingPointError(
-            "EP: the evidence is not finite at these sites (a point with zero posterior variance: a zero prior "
-            "variance, or a kernel at an extreme of its parameters?)"
-        )
-    # a = C⁻¹μ = ν̃ − T̃μ (from Σ⁻¹μ = ν̃); K&G eq 11 writes μ = C diag(y) α
-    a = nu - tau * mu
-    return EPResult(
-        tau=tau,
-        nu=nu,
-        mu=mu,
-        Sigma=Sigma,
-        a=a,
-        R=R,
-        log_evidence=log_evidence,
-        log_Z=log_Z,
-        mean_cav=nu_cav / tau_cav,
-        var_cav=1.0 / tau_cav,
-        epsilon=epsilon,
-        latent_noise=latent_noise,
-        n_sweeps=sweep,
-        converged=converged,
-        max_change=max_change,
-        n_skipped=n_skipped,
-        log_det=log_det,
-        schedule=schedule,
-    )
+    return _ep_result(K, y, tau, nu, epsilon, latent_noise, n_sweeps=sweep, converged=converged,
+                      max_change=max_change, n_skipped=n_skipped, schedule=schedule)  # fmt: skip
 
 
 # ===================================================================== gradients of the EP evidence

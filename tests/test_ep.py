@@ -9,6 +9,7 @@ from scipy import integrate
 from scipy.special import ndtr
 
 from gpc_ref import ConvergenceWarning
+from gpc_ref.ep import ep_core
 from gpc_ref.ep import ep_epsilon_gradient
 from gpc_ref.ep import ep_evidence_gradient
 from gpc_ref.ep import ep_log_evidence
@@ -423,6 +424,41 @@ def test_step_bound_is_exact_and_minus_infinity_at_eps_zero(rng):
 
 
 # ----------------------------------------------------------------------------- robustness and errors
+# ------------------------------------------------------------------ the plain core (Algorithm 8.1) and the driver
+@pytest.mark.parametrize("likelihood", [ProbitLikelihood(), LabelNoiseLikelihood(0.05)], ids=["probit", "label-noise"])
+def test_core_and_driver_agree(rng, likelihood):
+    """expectation_propagation runs the core's sweep: on the sequential schedule from zero sites it is the core
+    (to rounding: the two calls allocate differently), and the parallel schedule reaches the same fixed point."""
+    for _ in range(25):
+        n = int(rng.integers(5, 50))
+        X = rng.normal(size=(n, 2))
+        y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+        K = SEKernel(variance=float(np.exp(rng.uniform(-2, 5))), lengthscale=float(np.exp(rng.uniform(-1, 1.5))),
+                     jitter=1e-6).K(X)  # fmt: skip
+        core, driver = ep_core(K, y, likelihood), expectation_propagation(K, y, likelihood=likelihood)
+        parallel = expectation_propagation(K, y, likelihood=likelihood, schedule="parallel", max_sweeps=500)
+        assert core.converged and driver.converged and parallel.converged
+        assert core.n_sweeps == driver.n_sweeps
+        np.testing.assert_allclose(core.tau, driver.tau, rtol=1e-9, atol=1e-12)
+        assert core.log_evidence == pytest.approx(driver.log_evidence, rel=1e-10, abs=1e-10)
+        # the fixed point to the stopping tolerance (1e-6 relative change per sweep)
+        assert parallel.log_evidence == pytest.approx(core.log_evidence, rel=1e-4, abs=1e-4)
+
+
+def test_driver_warns_where_the_core_only_reports(rng):
+    """Capped at two sweeps, the core returns converged=False silently (it trusts its caller); the driver warns,
+    naming the sweep count."""
+    X, y = _data(rng, n=30, flip=3)
+    K = SEKernel(variance=4.0, lengthscale=1.0).K(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        core = ep_core(K, y, ProbitLikelihood(), max_sweeps=2)
+    assert not core.converged and core.n_sweeps == 2
+    with pytest.warns(ConvergenceWarning, match="2 sweeps"):
+        driver = expectation_propagation(K, y, max_sweeps=2)
+    assert not driver.converged
+
+
 def test_non_convergence_warns_with_the_sweep_count(rng):
     X, y = _data(rng, n=10)
     with pytest.warns(ConvergenceWarning, match="did not converge in 1 sweeps"):

@@ -9,7 +9,8 @@ once:
   ‖x_{k+1} − x_k‖/(1 − ρ) away, ten thousand steps for ρ = 0.9999. The test therefore requires the
   estimated distance to the fixed point, not only the step, to be within tolerance (and the merit to have
   stopped rising), with ρ estimated from successive steps by :func:`contraction_rate`.
-- :func:`squarem`, Varadhan & Roland's (2008) squared extrapolation: two steps x₀ → x₁ → x₂ give
+- :func:`fixed_point_iteration`, the plain iteration with that test, and :func:`squarem`, Varadhan &
+  Roland's (2008) squared extrapolation: two steps x₀ → x₁ → x₂ give
   r = x₁ − x₀ and v = x₂ − 2x₁ + x₀, and x' = x₀ − 2sr + s²v with s = −‖r‖/‖v‖ jumps along the slow
   direction; x' is kept (after one more step from it) only if the merit is at least that at x₁, otherwise
   s moves halfway towards −1, where x' = x₂ is the plain iteration. The merit never decreases, and the
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["contraction_rate", "fixed_point_converged", "SquaremResult", "squarem"]
+__all__ = ["contraction_rate", "fixed_point_converged", "FixedPointRun", "fixed_point_iteration", "squarem"]
 
 
 def contraction_rate(x0: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> float:
@@ -87,8 +88,8 @@ def fixed_point_converged(x1: np.ndarray, x2: np.ndarray, merit0: float, merit1:
 
 
 @dataclass(frozen=True)
-class SquaremResult:
-    """Outcome of :func:`squarem`.
+class FixedPointRun:
+    """Outcome of :func:`fixed_point_iteration` or :func:`squarem`.
 
     Attributes
     ----------
@@ -111,8 +112,43 @@ class SquaremResult:
     converged: bool
 
 
+def fixed_point_iteration(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.ndarray, *,
+                          max_evaluations: int, tol: float) -> FixedPointRun:  # fmt: skip
+    """The plain iteration x ← T(x) of a map with a merit function, stopped by :func:`fixed_point_converged`.
+
+    Parameters
+    ----------
+    step : callable
+        ``x -> (merit(x), T(x), state)``, as for :func:`squarem`.
+    x0 : ndarray
+        The start.
+    max_evaluations : int
+        Calls of ``step`` at most.
+    tol : float
+        As in :func:`fixed_point_converged`.
+
+    Returns
+    -------
+    FixedPointRun
+        ``x`` is the last iterate at which ``step`` was evaluated, so that ``state`` and the last merit belong to it.
+    """
+    x_previous, x, rate, merits = None, x0, 0.0, []
+    for n_evaluations in range(1, max_evaluations + 1):
+        merit, x_next, state = step(x)
+        merits.append(merit)
+        if x_previous is not None:
+            observed = contraction_rate(x_previous, x, x_next)
+            rate = max(rate, observed) if observed < 1.0 else rate
+            if observed < 1.0 and fixed_point_converged(x, x_next, merits[-2], merit, rate, tol):
+                return FixedPointRun(x, state, np.array(merits), n_evaluations, True)
+        if n_evaluations == max_evaluations:
+            break  # stop at x, whose state and merit are the last ones computed
+        x_previous, x = x, x_next
+    return FixedPointRun(x, state, np.array(merits), n_evaluations, False)
+
+
 def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.ndarray, *, max_evaluations: int,
-            tol: float) -> SquaremResult:  # fmt: skip
+            tol: float) -> FixedPointRun:  # fmt: skip
     """SQUAREM [VR08] of a fixed-point map whose merit never decreases, stopped at the plain map's fixed point.
 
     Parameters
@@ -129,7 +165,7 @@ def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.
 
     Returns
     -------
-    SquaremResult
+    FixedPointRun
     """
     merit0, x1, state0 = step(x0)
     merits, n_evaluations, rate = [merit0], 1, 0.0
@@ -140,7 +176,7 @@ def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.
         rate = max(rate, observed) if observed < 1.0 else rate
         if observed < 1.0 and fixed_point_converged(x1, x2, merit0, merit1, rate, tol):
             merits.append(merit1)
-            return SquaremResult(x1, state1, np.array(merits), n_evaluations, True)
+            return FixedPointRun(x1, state1, np.array(merits), n_evaluations, True)
         r, v = x1 - x0, x2 - 2.0 * x1 + x0
         norm_v = float(np.sqrt(np.sum(v * v)))
         s = min(-float(np.sqrt(np.sum(r * r))) / norm_v, -1.0) if norm_v > 0.0 else -1.0
@@ -163,4 +199,4 @@ def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.
             n_evaluations += 1
         x0, (merit0, x1, state0) = accepted
         merits.append(merit0)
-    return SquaremResult(x0, state0, np.array(merits), n_evaluations, False)
+    return FixedPointRun(x0, state0, np.array(merits), n_evaluations, False)

@@ -77,6 +77,7 @@ from scipy.special import ndtr
 
 from .acceleration import contraction_rate
 from .acceleration import fixed_point_converged
+from .acceleration import fixed_point_iteration
 from .acceleration import squarem
 from .errors import ConvergenceWarning
 from .likelihoods import MultinomialProbitLikelihood
@@ -101,6 +102,10 @@ __all__ = [
     "VBResult",
     "vb_probit_binary",
     "vb_probit_multiclass",
+    "vb_probit_binary_core",
+    "vb_probit_multiclass_core",
+    "vb_binary_update",
+    "vb_multiclass_update",
     "vb_lower_bound",
     "vb_predict_latent",
     "vb_predict_proba",
@@ -320,6 +325,87 @@ def _check_one_start(alpha_init):
         raise ValueError("give alpha_init or z_init, not both")
 
 
+def vb_binary_update(K: np.ndarray, factor: CholeskyFactor, y: np.ndarray, alpha: np.ndarray):
+    """Steps 2.1–2.3 of Algorithm 9.1 (vbp-alg-binary) at α (μ = K α): Q(z), the bound, Q(f).
+
+    ``factor`` is that of I + K (step 1). Returns the bound, the next α and (μ, z̃, log Φ(y_i μ_i)).
+    """
+    mu = K @ alpha
+    log_Z = log_ndtr(y * mu)  # Z_i = Φ(y_i μ_i)
+    z_tilde = mu + y * normal_pdf_over_cdf(y * mu)  # step 2.1: z̃ = μ + p, p_i = y_i φ(μ_i)/Φ(y_i μ_i) (footnote 6)
+    bound = float(np.sum(log_Z) - 0.5 * alpha @ mu - 0.5 * factor.log_det)  # step 2.2 (App. C with one GP)
+    return bound, factor.solve(z_tilde), (mu, z_tilde, log_Z)  # step 2.3: α' = (I + K)⁻¹ z̃ (eq 4.9)
+
+
+def vb_multiclass_update(mats: Sequence[np.ndarray], factors: Sequence[CholeskyFactor],
+                         likelihood: MultinomialProbitLikelihood, t: np.ndarray, alpha: np.ndarray):  # fmt: skip
+    """Steps 2.1–2.3 of Algorithm 9.2 (vbp-alg-multiclass) at α (μ^c = K_c α_c): Q(z), the bound, Q(f).
+
+    ``mats`` holds K_c and ``factors`` those of I + K_c (step 1), ``t`` the class codes. Returns the bound,
+    the next α and (M, Z̃, log Z) with M the n × C latent means.
+    """
+    M = latent_from_alpha(mats, alpha)
+    P, log_Z = likelihood.cone_mean_shift(t, M)  # step 2.1: z̃_i = μ_i + p_i (eqs 4.3, 4.4)
+    bound = vb_lower_bound(log_Z, alpha, M, factors)  # step 2.2 (App. C)
+    return bound, solve_each(factors, M + P), (M, M + P, log_Z)  # step 2.3: α_c' = (I + K_c)⁻¹ z̃^c (eq 4.6)
+
+
+def _stop_test(alpha_prev, alpha, alpha_next, bound_prev, bound, rho, tol):
+    """Step 2.4 of Algorithms 9.1 and 9.2: the contraction rate ρ so far, and whether α is within tolerance of
+    the fixed point (:func:`gpc_ref.acceleration.fixed_point_converged`)."""
+    r = contraction_rate(alpha_prev, alpha, alpha_next)
+    rho = max(rho, r) if r < 1.0 else rho
+    return r < 1.0 and fixed_point_converged(alpha, alpha_next, bound_prev, bound, rho, tol), rho
+
+
+def vb_probit_binary_core(K: np.ndarray, y: np.ndarray, *, tol: float = 1e-9, max_iter: int = 1000) -> VBResult:
+    """Algorithm 9.1 (vbp-alg-binary), step for step: binary variational Bayes probit (G&R §4.4.1, eq 4.9).
+
+    The plain core of :func:`vb_probit_binary`, which checks the arguments, may start from a given α or Q(z),
+    can accelerate the iteration (SQUAREM) and warns when step 2.4 is not met; this function trusts its
+    arguments (K positive semi-definite, y in {−1, +1}) and does none of that. Unaccelerated from α = 0 the
+    two return the same result (``tests/test_vb_probit.py``).
+
+    References: [GR06] eq 4.9, footnote 6 and Appendix C.
+    """
+    factor = cholesky(np.eye(len(y)) + K, name="I + K")  # step 1: I + K = L Lᵀ, once
+    alpha, alpha_prev, rho, bounds, converged = np.zeros(len(y)), None, 0.0, [], False  # step 1
+    for n_iter in range(1, max_iter + 1):  # step 2
+        bound, alpha_next, (mu, z_tilde, log_Z) = vb_binary_update(K, factor, y, alpha)  # steps 2.1–2.3
+        bounds.append(bound)
+        if alpha_prev is not None:  # step 2.4
+            converged, rho = _stop_test(alpha_prev, alpha, alpha_next, bounds[-2], bound, rho, tol)
+        if converged or n_iter == max_iter:
+            break  # with α, μ, z̃ and the bound of the same iterate
+        alpha_prev, alpha = alpha, alpha_next  # step 2.5 (μ = K α at the next step 2.1)
+    return VBResult(mu[:, None], z_tilde[:, None], alpha[:, None], log_Z, np.array(bounds), (factor,), n_iter,
+                    converged, True)  # fmt: skip
+
+
+def vb_probit_multiclass_core(K: np.ndarray, t: np.ndarray, n_classes: int, *, tol: float = 1e-9,
+                              max_iter: int = 1000) -> VBResult:  # fmt: skip
+    """Algorithm 9.2 (vbp-alg-multiclass), step for step: variational Bayes multinomial probit (G&R §4).
+
+    ``K`` is one (n, n) kernel shared by the classes or a stack (C, n, n); ``t`` the class codes 0, …, C − 1.
+    The plain core of :func:`vb_probit_multiclass` (which adds what :func:`vb_probit_binary_core` lists for
+    the binary case, and a choice of likelihood quadrature); unaccelerated from α = 0 the two agree.
+
+    References: [GR06] eqs 4.3, 4.4, 4.6 and Appendix C.
+    """
+    mats, likelihood = _kernel_matrices(K, n_classes), MultinomialProbitLikelihood()
+    factors = factor_plus_identity(mats)  # step 1: I + K_c = L_c L_cᵀ, once per distinct kernel
+    alpha, alpha_prev, rho, bounds, converged = np.zeros((len(t), n_classes)), None, 0.0, [], False  # step 1
+    for n_iter in range(1, max_iter + 1):  # step 2
+        bound, alpha_next, (M, Z_tilde, log_Z) = vb_multiclass_update(mats, factors, likelihood, t, alpha)
+        bounds.append(bound)
+        if alpha_prev is not None:  # step 2.4
+            converged, rho = _stop_test(alpha_prev, alpha, alpha_next, bounds[-2], bound, rho, tol)
+        if converged or n_iter == max_iter:
+            break
+        alpha_prev, alpha = alpha, alpha_next  # step 2.5
+    return VBResult(M, Z_tilde, alpha, log_Z, np.array(bounds), factors, n_iter, converged, False)
+
+
 def vb_probit_binary(
     K: ArrayLike,
     t: ArrayLike,
@@ -387,45 +473,13 @@ def vb_probit_binary(
     if z_init is not None:
         _check_one_start(alpha_init)
         alpha = factor.solve(np.asarray(z_init, dtype=float).reshape(n))  # Q(f) from the given Q(z), eq 4.9
-    if accelerate:
-
-        def step(a):
-            """The bound at α and the plain update T(α) (Q(z), then Q(f)), for SQUAREM."""
-            m = C @ a
-            log_Z = log_ndtr(t * m)
-            y = m + t * normal_pdf_over_cdf(t * m)
-            bound = float(np.sum(log_Z) - 0.5 * a @ m - 0.5 * factor.log_det)
-            return bound, factor.solve(y), (m, y, log_Z)
-
-        run = squarem(step, alpha, max_evaluations=int(max_iter), tol=tol)
-        (m, y, log_Z), bounds = run.state, run.merits
-        if not run.converged and warn:
-            _warn_not_converged("vb_probit_binary", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
-        return VBResult(m[:, None], y[:, None], run.x[:, None], log_Z, bounds, (factor,), run.n_evaluations,
-                        run.converged, True)  # fmt: skip
-    m = C @ alpha
-    bounds, alpha_previous, rate = [], None, 0.0
-    converged = False
-    for it in range(1, int(max_iter) + 1):
-        # Q(z): G&R (2006) footnote 6, p_i = y_i φ(μ_i)/Φ(y_i μ_i) and z̃ = μ + p (labels y = ``t``, μ = ``m``)
-        p = t * normal_pdf_over_cdf(t * m)
-        y = m + p
-        log_Z = log_ndtr(t * m)  # Z_i = Φ(y_i μ_i)
-        # App. C with one GP: Σ_i log Φ(y_i μ_i) − ½ μᵀK⁻¹μ − ½ log|I + K|  (K is the matrix ``C`` here)
-        bounds.append(float(np.sum(log_Z) - 0.5 * alpha @ m - 0.5 * factor.log_det))
-        # Q(f): G&R (2006) eq 4.9, μ ← K (I + K)⁻¹ (μ + p), kept as α = (I + K)⁻¹ z̃, μ = K α
-        alpha_next = factor.solve(y)
-        if alpha_previous is not None:
-            observed = contraction_rate(alpha_previous, alpha, alpha_next)
-            rate = max(rate, observed) if observed < 1.0 else rate
-            converged = observed < 1.0 and fixed_point_converged(alpha, alpha_next, bounds[-2], bounds[-1], rate, tol)
-        if converged or it == int(max_iter):
-            break  # stop with Q(z), the bound and Q(f) consistent
-        alpha_previous, alpha = alpha, alpha_next
-        m = C @ alpha
-    if not converged and warn:
+    iterate = squarem if accelerate else fixed_point_iteration  # the same map and stopping test either way
+    run = iterate(lambda a: vb_binary_update(C, factor, t, a), alpha, max_evaluations=int(max_iter), tol=tol)
+    (mu, z_tilde, log_Z), bounds = run.state, run.merits
+    if not run.converged and warn:
         _warn_not_converged("vb_probit_binary", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
-    return VBResult(m[:, None], y[:, None], alpha[:, None], log_Z, np.array(bounds), (factor,), it, converged, True)
+    return VBResult(mu[:, None], z_tilde[:, None], run.x[:, None], log_Z, bounds, (factor,), run.n_evaluations,
+                    run.converged, True)  # fmt: skip
 
 
 def vb_probit_multiclass(
@@ -496,43 +550,13 @@ def vb_probit_multiclass(
         alpha = solve_each(factors, Y)  # Q(f) from the given Q(z), eq 4.6
     if alpha.shape != (n, n_classes):
         raise ValueError(f"alpha_init must have shape {(n, n_classes)}; got {alpha.shape}")
-    if accelerate:
-
-        def step(a):
-            """The bound at α and the plain update T(α) (Q(z), then Q(f)), for SQUAREM."""
-            M = latent_from_alpha(mats, a)
-            P, log_Z = likelihood.cone_mean_shift(t, M)
-            return vb_lower_bound(log_Z, a, M, factors), solve_each(factors, M + P), (M, M + P, log_Z)
-
-        run = squarem(step, alpha, max_evaluations=int(max_iter), tol=tol)
-        (M, Y, log_Z), bounds = run.state, run.merits
-        if not run.converged and warn:
-            _warn_not_converged(
-                "vb_probit_multiclass", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan
-            )
-        return VBResult(M, Y, run.x, log_Z, bounds, factors, run.n_evaluations, run.converged, False)
-    M = latent_from_alpha(mats, alpha)
-    bounds, alpha_previous, rate = [], None, 0.0
-    converged = False
-    for it in range(1, int(max_iter) + 1):
-        # Q(z): G&R (2006) eqs 4.3, 4.4, z̃_i = μ_i + p_i (expectations over u by Gauss–Hermite)
-        P, log_Z = likelihood.cone_mean_shift(t, M)
-        Y = M + P
-        # G&R (2006) App. C, simplified bound
-        bounds.append(vb_lower_bound(log_Z, alpha, M, factors))
-        # Q(f): G&R (2006) eq 4.6, μ^c ← K_c (I + K_c)⁻¹ (μ^c + p^c), as α_c = (I + K_c)⁻¹ z̃^c
-        alpha_next = solve_each(factors, Y)
-        if alpha_previous is not None:
-            observed = contraction_rate(alpha_previous, alpha, alpha_next)
-            rate = max(rate, observed) if observed < 1.0 else rate
-            converged = observed < 1.0 and fixed_point_converged(alpha, alpha_next, bounds[-2], bounds[-1], rate, tol)
-        if converged or it == int(max_iter):
-            break  # stop with Q(z), the bound and Q(f) consistent
-        alpha_previous, alpha = alpha, alpha_next
-        M = latent_from_alpha(mats, alpha)
-    if not converged and warn:
+    iterate = squarem if accelerate else fixed_point_iteration  # the same map and stopping test either way
+    run = iterate(lambda a: vb_multiclass_update(mats, factors, likelihood, t, a), alpha,
+                  max_evaluations=int(max_iter), tol=tol)  # fmt: skip
+    (M, Z_tilde, log_Z), bounds = run.state, run.merits
+    if not run.converged and warn:
         _warn_not_converged("vb_probit_multiclass", max_iter, bounds[-1] - bounds[-2] if len(bounds) > 1 else np.nan)
-    return VBResult(M, Y, alpha, log_Z, np.array(bounds), factors, it, converged, False)
+    return VBResult(M, Z_tilde, run.x, log_Z, bounds, factors, run.n_evaluations, run.converged, False)
 
 
 def solve_each(factors: Sequence[CholeskyFactor], Y: np.ndarray) -> np.ndarray:

@@ -4,6 +4,7 @@ import numpy as np
 
 from gpc_ref.acceleration import contraction_rate
 from gpc_ref.acceleration import fixed_point_converged
+from gpc_ref.acceleration import fixed_point_iteration
 from gpc_ref.acceleration import squarem
 
 
@@ -48,4 +49,22 @@ def test_squarem_says_when_it_is_capped():
     run = squarem(step, np.zeros(3), max_evaluations=6, tol=1e-14)
     assert not run.converged and run.n_evaluations <= 6
     # the state returned is the one of the iterate returned
+    assert run.merits[-1] == step(run.x)[0]
+
+
+def test_plain_iteration_reaches_the_fixed_point_and_squarem_the_same_one_faster():
+    target, step = _slow_linear_map(0.99)
+    plain = fixed_point_iteration(step, np.zeros(3), max_evaluations=20000, tol=1e-14)
+    fast = squarem(step, np.zeros(3), max_evaluations=20000, tol=1e-14)
+    assert plain.converged and fast.converged
+    np.testing.assert_allclose(plain.x, target, atol=1e-5)
+    np.testing.assert_allclose(fast.x, plain.x, atol=1e-5)
+    assert fast.n_evaluations < plain.n_evaluations / 5
+    assert np.all(np.diff(plain.merits) >= 0)
+
+
+def test_plain_iteration_says_when_it_is_capped_and_returns_the_state_of_its_iterate():
+    target, step = _slow_linear_map(0.9999)
+    run = fixed_point_iteration(step, np.zeros(3), max_evaluations=50, tol=1e-12)
+    assert not run.converged and run.n_evaluations == 50 and len(run.merits) == 50
     assert run.merits[-1] == step(run.x)[0]

@@ -22,7 +22,9 @@ from gpc_ref.vb_probit import vb_lower_bound
 from gpc_ref.vb_probit import vb_predict_latent
 from gpc_ref.vb_probit import vb_predict_proba
 from gpc_ref.vb_probit import vb_probit_binary
+from gpc_ref.vb_probit import vb_probit_binary_core
 from gpc_ref.vb_probit import vb_probit_multiclass
+from gpc_ref.vb_probit import vb_probit_multiclass_core
 from gpc_ref.vb_probit_learning import importance_sample_precisions
 from gpc_ref.vb_probit_learning import kernel_from_precisions
 from gpc_ref.vb_probit_learning import precisions_from_kernel
@@ -168,6 +170,43 @@ def test_multiclass_bound_never_decreases_and_stationarity():
     # fixed point: α_k = (I + C)⁻¹(m̃_k + p_k) and m̃_k = C α_k  ⇒  α = P
     P, _ = MultinomialProbitLikelihood().cone_mean_shift(t, r.M)
     np.testing.assert_allclose(r.alpha, P, atol=1e-5)
+
+
+# ------------------------------------------------------------------ the plain cores (Algorithms 9.1, 9.2) and the drivers
+def test_cores_and_unaccelerated_drivers_are_the_same_iteration(rng):
+    """The drivers run the cores' update and stopping test (through acceleration.fixed_point_iteration):
+    unaccelerated from α = 0 they return the same iterate after the same number of steps."""
+    for seed in range(12):
+        X, t = _toy(int(rng.integers(8, 40)), seed=seed)
+        K = SEKernel(variance=float(np.exp(rng.uniform(-1, 3))), lengthscale=float(np.exp(rng.uniform(-1, 1)))).K(X)
+        y = np.where(t == 0, 1.0, -1.0)
+        core, driver = vb_probit_binary_core(K, y, max_iter=5000), vb_probit_binary(K, y, max_iter=5000)
+        assert core.converged and driver.converged and core.n_iter == driver.n_iter
+        np.testing.assert_allclose(core.alpha, driver.alpha, rtol=0, atol=1e-13)
+        core, driver = vb_probit_multiclass_core(K, t, 3, max_iter=5000), vb_probit_multiclass(K, t, max_iter=5000)
+        assert core.converged and driver.converged and core.n_iter == driver.n_iter
+        np.testing.assert_allclose(core.alpha, driver.alpha, rtol=0, atol=1e-13)
+        assert core.lower_bound[-1] == pytest.approx(driver.lower_bound[-1], rel=1e-14)
+
+
+def test_where_the_core_is_capped_the_driver_warns_or_accelerates_to_the_fixed_point():
+    """On a large kernel the map contracts slowly: capped at 300 steps the core reports converged=False
+    silently, the plain driver warns, and the accelerated driver reaches the fixed point of a long plain run."""
+    X, t = _toy(30, seed=1)
+    K = SEKernel(variance=100.0, lengthscale=0.6).K(X)
+    y = np.where(t == 0, 1.0, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        capped = vb_probit_binary_core(K, y, max_iter=300, tol=1e-12)
+    assert not capped.converged and capped.n_iter == 300
+    with pytest.warns(ConvergenceWarning, match="300"):
+        vb_probit_binary(K, y, max_iter=300, tol=1e-12)
+    long_run = vb_probit_binary_core(K, y, max_iter=200000, tol=1e-12)  # about 1,300 steps
+    fast = vb_probit_binary(K, y, max_iter=300, tol=1e-12, accelerate=True)
+    assert long_run.converged and fast.converged and fast.n_iter < long_run.n_iter / 3
+    # both within √tol·max(1, |α|) of the fixed point in α; M = K α carries the kernel's scale (σ_f² = 100)
+    np.testing.assert_allclose(fast.alpha, long_run.alpha, atol=1e-5)
+    np.testing.assert_allclose(fast.M, long_run.M, atol=1e-3)
 
 
 def test_squarem_acceleration_reaches_the_same_fixed_point():

@@ -76,6 +76,7 @@ __all__ = [
     "one_hot_labels",
     "softmax_newton_step",
     "softmax_laplace_mode",
+    "softmax_laplace_mode_core",
     "softmax_laplace_evidence",
     "softmax_laplace_optimize",
     "softmax_laplace_predict_latent",
@@ -378,22 +379,12 @@ def softmax_laplace_mode(
         a, psi = None, -np.inf
     converged, change, gradient_norm, n_damped = False, np.inf, np.inf, 0
     for n_iter in range(1, max_iter + 1):
-        F_full, a_full = _newton_step(K, Y, F)
-        F_new, a_new, psi_new = F_full, a_full, _psi(a_full, F_full, Y)
-        # damped Newton: halve the step while Ψ decreases (f and a move together since f = K a)
-        step, stalled = 1.0, False
-        while a is not None and psi_new < psi - 1e-12 * max(1.0, abs(psi)):
-            step /= 2.0
-            if step < 1e-10:  # no step along the Newton direction raises Ψ: rounding, or a broken step
-                F_new, a_new, psi_new, stalled = F, a, psi, True
-                break
-            F_new, a_new = F + step * (F_full - F), a + step * (a_full - a)
-            psi_new = _psi(a_new, F_new, Y)
+        # Algorithm 6.1 steps 2.1–2.7 (the first step from a given start is never halved: a is None)
+        F_new, a_new, psi_new, step, stalled = _halved_newton_step(K, Y, F, a, psi)
         change = abs(psi_new - psi)
         F, a, psi = F_new, a_new, psi_new
-        # ∇Ψ = t − π − K⁻¹f, with K⁻¹f = a (W&B 1998 App. C)
-        gradient_norm = float(np.max(np.abs(Y - softmax(F) - a)))
-        if change <= tol * max(1.0, abs(psi)) and gradient_norm <= np.sqrt(tol):
+        gradient_norm = _gradient_norm(Y, F, a)
+        if change <= tol * max(1.0, abs(psi)) and gradient_norm <= np.sqrt(tol):  # step 3
             converged = True
             break
         # near the mode Newton's full step succeeds; where step after step has to be damped, the direction
@@ -414,25 +405,62 @@ def softmax_laplace_mode(
             ConvergenceWarning,
             stacklevel=2,
         )
-    # the Laplace approximation at the mode: refactorise at the final f
+    return _laplace_at_mode(K, Y, F, a, psi, n_iter=n_iter, converged=converged, gradient_norm=gradient_norm)
+
+
+def _halved_newton_step(K, Y, F, a, psi):
+    """Steps 2.1–2.7 of Algorithm 6.1 (lapm-alg-mode): the Newton step from f, halved while Ψ decreases.
+
+    Returns (f, a, Ψ, the step length, stalled): stalled when no step down to 1e-10 raises Ψ (rounding, or a
+    broken step), and then f, a, Ψ are the old ones. With ``a`` None (a start without K⁻¹f) the full step is taken.
+    """
+    F_full, a_full = _newton_step(K, Y, F)
+    F_new, a_new, psi_new = F_full, a_full, _psi(a_full, F_full, Y)
+    step = 1.0
+    while a is not None and psi_new < psi - 1e-12 * max(1.0, abs(psi)):
+        step /= 2.0
+        if step < 1e-10:
+            return F, a, psi, step, True
+        F_new, a_new = F + step * (F_full - F), a + step * (a_full - a)  # f and a move together: f = K a
+        psi_new = _psi(a_new, F_new, Y)
+    return F_new, a_new, psi_new, step, False
+
+
+def _gradient_norm(Y, F, a):
+    """Step 3 of Algorithm 6.1: the largest component of ∇Ψ = t − π − K⁻¹f, with K⁻¹f = a (W&B 1998 App. C)."""
+    return float(np.max(np.abs(Y - softmax(F) - a)))
+
+
+def _laplace_at_mode(K, Y, F, a, psi, *, n_iter, converged, gradient_norm):
+    """Step 4 of Algorithm 6.1: the factors at the final f and log q = Ψ − ½ log|I + KW| (GPML eq 3.44)."""
     pi = softmax(F)
     L, E, M, half_log_det = _softmax_factors(K, pi)
-    # GPML eq 3.44: log q = −½ f̂ᵀK⁻¹f̂ + log p(t|f̂) − ½ log|I + KW|
-    log_evidence = psi - half_log_det
-    return SoftmaxLaplaceMode(
-        f=F,
-        pi=pi,
-        a=a,
-        Y=Y,
-        E=E,
-        L=L,
-        M=M,
-        psi=psi,
-        log_evidence=float(log_evidence),
-        n_iter=n_iter,
-        converged=converged,
-        gradient_norm=gradient_norm,
-    )
+    return SoftmaxLaplaceMode(f=F, pi=pi, a=a, Y=Y, E=E, L=L, M=M, psi=psi, log_evidence=float(psi - half_log_det),
+                              n_iter=n_iter, converged=converged, gradient_norm=gradient_norm)  # fmt: skip
+
+
+def softmax_laplace_mode_core(K: np.ndarray, Y: np.ndarray, *, tol: float = 1e-10,
+                              max_iter: int = 100) -> SoftmaxLaplaceMode:  # fmt: skip
+    """Algorithm 6.1 (lapm-alg-mode), step for step: Newton's method for the softmax Laplace mode in O(C n³).
+
+    ``K`` is the (C, n, n) stack of class covariances, ``Y`` the (n, C) one-of-C targets. The plain core of
+    :func:`softmax_laplace_mode`, which checks the arguments, may start from ``f_init``, stops where step
+    after step has to be halved (rounding spoils the Newton direction) and warns when step 3 is not met;
+    this function trusts its arguments and does none of that. From f = 0 the two return the same mode
+    (``tests/test_laplace_multiclass.py``).
+
+    References: [WB98] App. C; [GPML] Algorithm 3.3 and eq 3.44.
+    """
+    F, a = np.zeros(Y.shape), np.zeros(Y.shape)  # step 1
+    psi, converged = _psi(a, F, Y), False
+    for n_iter in range(1, max_iter + 1):  # step 2
+        F, a, psi_new, _, _ = _halved_newton_step(K, Y, F, a, psi)  # steps 2.1–2.7
+        change, psi = abs(psi_new - psi), psi_new
+        gradient_norm = _gradient_norm(Y, F, a)
+        if change <= tol * max(1.0, abs(psi)) and gradient_norm <= np.sqrt(tol):  # step 3
+            converged = True
+            break
+    return _laplace_at_mode(K, Y, F, a, psi, n_iter=n_iter, converged=converged, gradient_norm=gradient_norm)  # 4
 
 
 # --------------------------------------------------------------------------- evidence and its gradient

@@ -153,6 +153,35 @@ def test_warm_start_reaches_the_same_mode(problem, rng):
     assert warm.log_evidence == pytest.approx(cold.log_evidence, rel=1e-10)
 
 
+def test_core_and_driver_reach_the_same_mode(problem, rng):
+    """softmax_laplace_mode runs the core's halved Newton step and stopping test: from f = 0 the two reach the
+    same mode (to rounding, amplified by nothing larger than the Newton step's conditioning)."""
+    X, Y, kernels = problem
+    for _ in range(10):
+        scale = float(np.exp(rng.uniform(-1.0, 2.0)))
+        Ks = np.stack([k.with_params(variance=scale * k.variance).K(X) for k in kernels])
+        core, driver = lp.softmax_laplace_mode_core(Ks, Y), lp.softmax_laplace_mode(Ks, Y)
+        assert core.converged and driver.converged and core.n_iter == driver.n_iter
+        np.testing.assert_allclose(core.f, driver.f, rtol=0, atol=1e-8)
+        assert core.log_evidence == pytest.approx(driver.log_evidence, rel=1e-10)
+
+
+def test_where_rounding_spoils_the_direction_the_core_crawls_and_the_driver_stops():
+    """The case below (every step halved): the core, which has no stall test, runs to max_iter silently;
+    the driver stops early and says why."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 4))
+    Y = lp.one_hot_labels(rng.choice(4, size=40, p=[0.3, 0.06, 0.14, 0.5]), 4)
+    K = np.stack([SEKernel(variance=np.exp(15.0), lengthscale=np.exp(10.0)).K(X)] * 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        core = lp.softmax_laplace_mode_core(K, Y, max_iter=60)
+    with pytest.warns(ConvergenceWarning, match="damped, step after step"):
+        driver = lp.softmax_laplace_mode(K, Y, max_iter=60)
+    assert not core.converged and core.n_iter == 60
+    assert not driver.converged and driver.n_iter < 30
+
+
 def test_newton_stops_where_rounding_spoils_its_direction():
     # signal variance 3.3e6 and lengthscale 2.2e4 (the top corner of the box): K is a huge, nearly
     # constant matrix, every Newton step has to be damped, and Newton used to crawl on to max_iter

@@ -16,8 +16,13 @@ once:
   s moves halfway towards −1, where x' = x₂ is the plain iteration. The merit never decreases, and the
   iteration stops by the same test as the plain one, so it ends at the plain iteration's fixed point.
 
+- :func:`anderson_extrapolation`, Anderson's (type II) extrapolation of a fixed-point iteration from its last
+  few steps [WN11], for the KL method, whose iteration has no merit-preserving SQUAREM form but whose bound
+  decides, step by step, whether the extrapolated point is kept.
+
 References
 ----------
+- [WN11] Walker & Ni (2011), Anderson acceleration for fixed-point iterations, SIAM J. Numer. Anal. 49.
 - [VR08] Varadhan & Roland (2008), Simple and globally convergent methods for accelerating the convergence
   of any EM algorithm, Scandinavian Journal of Statistics 35, §2–3 (SQUAREM, scheme S3).
 """
@@ -30,7 +35,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["contraction_rate", "fixed_point_converged", "FixedPointRun", "fixed_point_iteration", "squarem"]
+__all__ = [
+    "contraction_rate",
+    "fixed_point_converged",
+    "FixedPointRun",
+    "fixed_point_iteration",
+    "squarem",
+    "ANDERSON_DEPTH",
+    "anderson_extrapolation",
+]
+
+#: Anderson's extrapolation uses the last this many steps [WN11].
+ANDERSON_DEPTH = 5
 
 
 def contraction_rate(x0: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> float:
@@ -200,3 +216,32 @@ def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.
         x0, (merit0, x1, state0) = accepted
         merits.append(merit0)
     return FixedPointRun(x0, state0, np.array(merits), n_evaluations, False)
+
+
+def anderson_extrapolation(history: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray, residual: np.ndarray,
+                           beta: float) -> np.ndarray:  # fmt: skip
+    """Anderson's extrapolation [WN11] of the iteration x ← x + β r(x) from its last steps.
+
+    With ΔX and ΔR the differences of the last iterates and residuals in ``history`` (pairs (x_k, r_k), the
+    current one last, at most :data:`ANDERSON_DEPTH` + 1 of them), γ minimises ‖r − ΔR γ‖ and the candidate is
+    x + β r − (ΔX + β ΔR) γ: the combination of the last steps whose linearised residual is smallest. The
+    caller decides whether to keep it (the KL method keeps it only if its bound does not fall).
+
+    Parameters
+    ----------
+    history : list of (ndarray, ndarray)
+        At least two (iterate, residual) pairs, oldest first, the last one (``x``, ``residual``).
+    x, residual : ndarray
+        The current iterate and its residual r(x).
+    beta : float
+        The step length of the plain iteration.
+
+    Returns
+    -------
+    ndarray
+        The candidate.
+    """
+    d_x = np.array([b[0] - a[0] for a, b in zip(history, history[1:])]).T
+    d_residual = np.array([b[1] - a[1] for a, b in zip(history, history[1:])]).T
+    gamma = np.linalg.lstsq(d_residual, residual, rcond=None)[0]
+    return x + beta * residual - (d_x + beta * d_residual) @ gamma

@@ -61,11 +61,14 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import lapack
 
+from .acceleration import ANDERSON_DEPTH
+from .acceleration import anderson_extrapolation
 from .errors import ConvergenceWarning
 from .gaussian_integrals import log_link_expectations
 from .hyperparameters import HyperparameterFit
@@ -98,6 +101,7 @@ __all__ = [
     "KLPrediction",
     "kl_bound",
     "kl_gaussian",
+    "kl_gaussian_core",
     "kl_covariance",
     "kl_evidence_gradient",
     "kl_log_bound",
@@ -106,9 +110,6 @@ __all__ = [
 ]
 
 LIKELIHOODS = {"logistic": LogisticLikelihood, "probit": ProbitLikelihood}
-
-# Anderson's extrapolation uses the last this many steps [WN11].
-_ANDERSON_DEPTH = 5
 
 # Where λ_i k_ii is this small, V_ii = (1 − (B⁻¹)_ii)/λ_i would cancel: V_ii = k_ii − ‖L⁻¹Λ½k_i‖² instead.
 _DIRECT_VARIANCE = 1e-4
@@ -338,6 +339,73 @@ class KLResult:
 
 
 @limited_blas_threads
+def _evaluate(K, likelihood, y, n_nodes, sites):
+    """*Evaluate* of Algorithm 13.1 (kl-alg): q, 𝓛, Σ_i Ē_i, ρ and λ̂ at the sites (λ, ν) stacked in one vector."""
+    n = len(y)
+    state = _posterior(K, sites[:n], sites[n:])  # evaluate, steps 1–2: one Cholesky of B
+    expected, rho, lam_hat = _expectations(likelihood, y, state.mean, state.var, n_nodes)  # step 3
+    return state, expected - state.kl, expected, rho, lam_hat  # step 4: 𝓛 = Σ_i Ē_i − KL(q‖p)
+
+
+def _gradient_norm(state, rho, lam_hat):
+    """The test of step 2 of Algorithm 13.1: the gradient of 𝓛 in (μ, Σ), ρ − K⁻¹μ and ½(λ − λ̂) ([OA09])."""
+    return float(max(np.max(np.abs(rho - state.alpha)), 0.5 * np.max(np.abs(state.lam - lam_hat))))
+
+
+def _residual(sites, state, rho, lam_hat):
+    """Step 2.1 of Algorithm 13.1: r = (λ̂, ρ + Λ̂μ) − (λ, ν), the natural-gradient step of length one ([KL17])."""
+    return np.concatenate([lam_hat, rho + lam_hat * state.mean]) - sites
+
+
+def _natural_gradient_step(evaluate, sites, residual, bound, beta):
+    """Step 2.2 of Algorithm 13.1: sites + β r, β halved until 𝓛 does not decrease, then β ← min(1, 1.25 β).
+
+    Returns the new sites, their evaluation, the next β, the evaluations made and whether β was halved.
+    """
+    n_evaluations, halved = 0, False
+    while True:
+        candidate = sites + beta * residual
+        trial = evaluate(candidate)
+        n_evaluations += 1
+        if trial[1] < bound - 1e-12 * max(1.0, abs(bound)) and beta > 1e-10:
+            beta, halved = 0.5 * beta, True  # the natural gradient ascends: a short enough step raises 𝓛
+        else:
+            return candidate, trial, min(1.0, 1.25 * beta), n_evaluations, halved
+
+
+def _kl_result(state, bound, expected, rho, lam_hat, *, n_iter, n_factorisations, tol, trace, y, likelihood):
+    gradient_norm = _gradient_norm(state, rho, lam_hat)
+    return KLResult(mean=state.mean, var=state.var, alpha=state.alpha, lam=state.lam, nu=state.nu, L=state.L,
+                    log_bound=float(bound), expected_log_lik=float(expected), kl=float(state.kl), rho=rho,
+                    lam_hat=lam_hat, gradient_norm=gradient_norm, n_iter=n_iter, n_factorisations=n_factorisations,
+                    converged=bool(gradient_norm <= tol), trace=np.array(trace), y=y, likelihood=likelihood)  # fmt: skip
+
+
+def kl_gaussian_core(K: np.ndarray, y: np.ndarray, likelihood: LogisticLikelihood | ProbitLikelihood, *,
+                     tol: float = 1e-6, max_iter: int = 200, n_nodes: int = 64) -> KLResult:  # fmt: skip
+    """Algorithm 13.1 (kl-alg), step for step: the KL method at fixed hyperparameters.
+
+    The plain core of :func:`kl_gaussian`, which checks the arguments, may start from given sites, first tries
+    Anderson's extrapolation at every step (``accelerate=True``, its default), records the bound and the
+    gradient at every step (``trace``) and warns when the test of step 2 is not met; this function trusts its
+    arguments and does none of that. With ``accelerate=False`` and zero sites the two take the same steps
+    (``tests/test_kl.py``).
+
+    References: [OA09]; [KL17] (the natural-gradient step).
+    """
+    evaluate = partial(_evaluate, K, likelihood, y, n_nodes)
+    sites, beta, n_iter, n_factorisations = np.zeros(2 * len(y)), 1.0, 0, 1  # step 1: λ = ν = 0, q = the prior
+    state, bound, expected, rho, lam_hat = evaluate(sites)
+    while _gradient_norm(state, rho, lam_hat) > tol and n_iter < max_iter:  # step 2
+        n_iter += 1
+        residual = _residual(sites, state, rho, lam_hat)  # step 2.1
+        sites, trial, beta, n_evaluations, _ = _natural_gradient_step(evaluate, sites, residual, bound, beta)  # 2.2
+        n_factorisations += n_evaluations
+        state, bound, expected, rho, lam_hat = trial
+    return _kl_result(state, bound, expected, rho, lam_hat, n_iter=n_iter, n_factorisations=n_factorisations,
+                      tol=tol, trace=np.empty((0, 3)), y=y, likelihood=likelihood)  # fmt: skip
+
+
 def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | ProbitLikelihood | str | None = None, *,
                 lam_init: ArrayLike | None = None, nu_init: ArrayLike | None = None, tol: float = 1e-6,
                 max_iter: int = 200, accelerate: bool = True, n_nodes: int = 64, warn: bool = True) -> KLResult:  # fmt: skip
@@ -408,50 +476,34 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     if np.any(lam < 0):
         raise ValueError("lam_init must be non-negative (site precisions)")
 
-    def evaluate(sites):
-        """q, 𝓛, ρ and λ̂ at the sites (λ, ν) stacked in one vector: one Cholesky of B."""
-        state = _posterior(K, sites[:n], sites[n:])
-        expected, rho, lam_hat = _expectations(likelihood, y, state.mean, state.var, n_nodes)
-        return state, expected - state.kl, expected, rho, lam_hat
-
-    def gradient_norm_at(state, rho, lam_hat):
-        # the gradient of 𝓛 in (μ, Σ): ρ − K⁻¹μ, and ½(λ − λ̂) on the diagonal ([OA09])
-        return float(max(np.max(np.abs(rho - state.alpha)), 0.5 * np.max(np.abs(state.lam - lam_hat))))
-
+    evaluate = partial(_evaluate, K, likelihood, y, n_nodes)
     sites = np.concatenate([lam, nu])
     state, bound, expected, rho, lam_hat = evaluate(sites)
-    gradient_norm = gradient_norm_at(state, rho, lam_hat)
+    gradient_norm = _gradient_norm(state, rho, lam_hat)
     n_factorisations, n_iter, beta = 1, 0, 1.0
     trace = [(bound, gradient_norm, n_factorisations)]
     history = []  # (sites, residual) of the last steps, for Anderson's extrapolation
     while gradient_norm > tol and n_iter < max_iter:
         n_iter += 1
-        # the natural-gradient step of length one ([KL17]): Newton in μ at fixed Σ, λ = λ̂ ([OA09])
-        residual = np.concatenate([lam_hat, rho + lam_hat * state.mean]) - sites
-        history = (history + [(sites, residual)])[-(_ANDERSON_DEPTH + 1) :]
+        residual = _residual(sites, state, rho, lam_hat)  # Algorithm 13.1 step 2.1
+        history = (history + [(sites, residual)])[-(ANDERSON_DEPTH + 1) :]
         trial = None
         if accelerate and len(history) > 1:
-            # Anderson's extrapolation [WN11]: the combination of the last steps whose residual is smallest
-            d_sites = np.array([b[0] - a[0] for a, b in zip(history, history[1:])]).T
-            d_residual = np.array([b[1] - a[1] for a, b in zip(history, history[1:])]).T
-            gamma = np.linalg.lstsq(d_residual, residual, rcond=None)[0]
-            candidate = sites + beta * residual - (d_sites + beta * d_residual) @ gamma
-            candidate[:n] = np.maximum(candidate[:n], 0.5 * sites[:n])  # precisions stay positive
+            # Anderson's extrapolation [WN11], kept only if it does not lower 𝓛; precisions stay positive
+            candidate = anderson_extrapolation(history, sites, residual, beta)
+            candidate[:n] = np.maximum(candidate[:n], 0.5 * sites[:n])
             trial = evaluate(candidate)
             n_factorisations += 1
             if trial[1] < bound - 1e-12 * max(1.0, abs(bound)):
                 trial = None  # the extrapolation lowered 𝓛: take the plain step instead
-        while trial is None:
-            candidate = sites + beta * residual
-            trial = evaluate(candidate)
-            n_factorisations += 1
-            if trial[1] < bound - 1e-12 * max(1.0, abs(bound)) and beta > 1e-10:
-                trial, beta, history = None, 0.5 * beta, []  # the natural gradient ascends: a short step raises 𝓛
-            else:
-                beta = min(1.0, 1.25 * beta)
+        if trial is None:
+            candidate, trial, beta, n_evaluations, halved = _natural_gradient_step(evaluate, sites, residual, bound,
+                                                                                   beta)  # step 2.2  # fmt: skip
+            n_factorisations += n_evaluations
+            history = [] if halved else history
         sites = candidate
         state, bound, expected, rho, lam_hat = trial
-        gradient_norm = gradient_norm_at(state, rho, lam_hat)
+        gradient_norm = _gradient_norm(state, rho, lam_hat)
         trace.append((bound, gradient_norm, n_factorisations))
     converged = gradient_norm <= tol
     if not converged and warn:
@@ -461,10 +513,8 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
             ConvergenceWarning,
             stacklevel=2,
         )
-    return KLResult(mean=state.mean, var=state.var, alpha=state.alpha, lam=state.lam, nu=state.nu, L=state.L,
-                    log_bound=float(bound), expected_log_lik=float(expected), kl=float(state.kl), rho=rho,
-                    lam_hat=lam_hat, gradient_norm=gradient_norm, n_iter=n_iter, n_factorisations=n_factorisations,
-                    converged=bool(converged), trace=np.array(trace), y=y, likelihood=likelihood)  # fmt: skip
+    return _kl_result(state, bound, expected, rho, lam_hat, n_iter=n_iter, n_factorisations=n_factorisations,
+                      tol=tol, trace=trace, y=y, likelihood=likelihood)  # fmt: skip
 
 
 def kl_covariance(result: KLResult, K: ArrayLike) -> np.ndarray:

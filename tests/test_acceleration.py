@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from gpc_ref.acceleration import anderson_extrapolation
 from gpc_ref.acceleration import contraction_rate
 from gpc_ref.acceleration import fixed_point_converged
 from gpc_ref.acceleration import fixed_point_iteration
@@ -68,3 +69,19 @@ def test_plain_iteration_says_when_it_is_capped_and_returns_the_state_of_its_ite
     run = fixed_point_iteration(step, np.zeros(3), max_evaluations=50, tol=1e-12)
     assert not run.converged and run.n_evaluations == 50 and len(run.merits) == 50
     assert run.merits[-1] == step(run.x)[0]
+
+
+def test_anderson_extrapolation_solves_a_linear_fixed_point_problem_from_enough_steps():
+    """For an affine map T(x) = x* + A(x − x*) in d dimensions, d + 1 steps span the error space: the
+    extrapolated point is x* (to rounding), where the plain step is still far away."""
+    target = np.array([1.0, -2.0, 0.5])
+    A = np.array([[0.95, 0.02, 0.0], [0.01, 0.6, 0.05], [0.0, 0.03, 0.2]])
+    x, history = np.zeros(3), []
+    for _ in range(4):
+        residual = target + A @ (x - target) - x
+        history.append((x, residual))
+        x = x + residual
+    x_last, r_last = history[-1]
+    candidate = anderson_extrapolation(history, x_last, r_last, 1.0)
+    np.testing.assert_allclose(candidate, target, atol=1e-10)
+    assert np.max(np.abs(x_last + r_last - target)) > 0.5

@@ -12,7 +12,7 @@ M = I + L_CᵀT̃ L_C instead.
 
 One likelihood family covers both models of the chapter:
 
-.. math:: p(y|f) = \epsilon + (1-2\epsilon)\,\Phi\!\left(\frac{y f}{\sqrt s}\right),
+    p(y|f) = ε + (1-2ε) Φ((y f)/√s),
 
 - ``ProbitLikelihood()``: ε = 0, s = 1 (K&G eq 4, GPML §3.6);
 - ``LabelNoiseLikelihood(epsilon, 0)``: K&G's eq 9, ε + (1-2ε)H(yf), with their
@@ -161,8 +161,8 @@ def tilted_moments(
     the normaliser Z_i and its derivatives α_i = ∂ log Z_i / ∂μ₋ᵢ and β_i = −∂² log Z_i / ∂μ₋ᵢ²
     in the cavity mean are
 
-    .. math:: Z_i = \epsilon + (1-2\epsilon)\Phi(z), \qquad
-              \alpha_i = \frac{y\,r}{\kappa}, \qquad \beta_i = \frac{r\,(z + r)}{\kappa^2}.
+        Z_i = ε + (1-2ε)Φ(z),
+        α_i = ((y r)/κ), β_i = ((r (z + r))/κ²).
 
     This is K&G's step 2 (with s = 0; their α_i is our y_i α_i) and GPML eqs 3.58 (with ε = 0,
     s = 1). All of it is computed in log space, so a cavity that predicts the wrong label with
@@ -305,8 +305,7 @@ def ep_log_evidence(
 
     With the cavities taken from the current posterior,
 
-    .. math:: \log Z_{EP} = \sum_i\Bigl[\log Z_i + \tfrac12\log\bigl(1 + \tilde\tau_i/\tau_{-i}\bigr)
-              + \tfrac12\tau_{-i}\mu_{-i}(\mu_{-i} - \mu_i)\Bigr] - \tfrac12\log|I + \tilde TC|,
+        log Z_EP = ∑_i[log Z_i + ½ log(1 + τ̃_i/τ_(-i)) + ½τ_(-i)μ_(-i)(μ_(-i) - μ_i)] - ½ log|I + T̃C|,
 
     which is K&G's log(det(Λ)^½ det(C+Λ)^(-1/2) e^(B/2) ∏_i s_i) rewritten in the
     site natural parameters (GPML eq 3.65 in another arrangement): no infinite site variance
@@ -453,7 +452,8 @@ def site_marginals(K: ArrayLike, tau: ArrayLike, nu: ArrayLike) -> tuple[np.ndar
 
 def site_change(tau_old: np.ndarray, nu_old: np.ndarray, tau: np.ndarray, nu: np.ndarray) -> float:
     """Step 3 of Algorithm 8.1 (ep-alg-ep): the largest relative change of a site parameter in a sweep,
-    max_i of |Δτ̃_i|/(1 + |τ̃_i|) and |Δν̃_i|/(1 + |ν̃_i|) (the fixed-point residual EP stops on)."""
+    the larger of max_i abs(Δτ̃_i)/(1 + abs(τ̃_i)) and max_i abs(Δν̃_i)/(1 + abs(ν̃_i)) (the fixed-point residual
+    EP stops on)."""
     return float(max(np.max(np.abs(tau - tau_old) / (1.0 + np.abs(tau_old))),
                      np.max(np.abs(nu - nu_old) / (1.0 + np.abs(nu_old)))))  # fmt: skip
 
@@ -629,21 +629,21 @@ def expectation_propagation(
     1. forms the cavity, the marginal of f_i without site i, from the posterior marginal
        N(μ_i, σ_i²) (K&G step 1, GPML eq 3.56):
 
-       .. math:: \tau_{-i} = \sigma_i^{-2} - \tilde\tau_i, \qquad \nu_{-i} = \sigma_i^{-2}\mu_i - \tilde\nu_i;
+           τ_(-i) = σ_i⁻² - τ̃_i, ν_(-i) = σ_i⁻²μ_i - ν̃_i;
 
     2. computes log Z_i, α_i and β_i of the tilted distribution (K&G step 2, :func:`tilted_moments`);
     3. sets the site precision τ̃_i and the site's ν̃_i so that q matches the tilted mean and
        variance (K&G step 3, GPML eq 3.59), optionally damped by δ = ``damping``:
 
-       .. math:: \tilde\tau_i = \frac{\beta_i}{1 - \sigma_{-i}^2\beta_i}, \qquad
-                 \tilde\nu_i = \frac{\alpha_i + \mu_{-i}\beta_i}{1 - \sigma_{-i}^2\beta_i}, \qquad
-                 \tilde\tau_i \leftarrow \delta\,\tilde\tau_i^{new} + (1-\delta)\,\tilde\tau_i^{old};
+           τ̃_i = (β_i/(1 - σ_(-i)²β_i)),
+           ν̃_i = ((α_i + μ_(-i)β_i)/(1 - σ_(-i)²β_i)),
+           τ̃_i ← δ τ̃_i^new + (1-δ) τ̃_i^old;
 
     4. updates the posterior covariance Σ by a rank-one formula, with s_i the i-th column of Σ
        and Δτ̃_i the change of the site precision (K&G step 4 without re-inverting their
        C⁻¹ + Λ⁻¹; GPML Alg. 3.5):
 
-       .. math:: \Sigma \leftarrow \Sigma - \frac{\Delta\tilde\tau_i}{1 + \Delta\tilde\tau_i\Sigma_{ii}}\,\mathbf s_i\mathbf s_i^T;
+           Σ ← Σ - ((Δτ̃_i)/(1 + Δτ̃_i Σ_ii)) s_i s_iᵀ;
 
     and Σ and μ are recomputed from the sites before every sweep (:func:`posterior_from_sites`)
     so that rounding errors do not accumulate.
@@ -748,9 +748,8 @@ def ep_evidence_gradient(
 
     At a fixed point the evidence is stationary in the site parameters, so only the prior moves:
 
-    .. math:: \frac{\partial\log Z_{EP}}{\partial\theta_j} = \tfrac12\,\mathbf a^T\frac{\partial C}{\partial\theta_j}\mathbf a
-              - \tfrac12\operatorname{tr}\Bigl(R\,\frac{\partial C}{\partial\theta_j}\Bigr),
-              \qquad \mathbf a = C^{-1}\boldsymbol\mu,\; R = C^{-1} - C^{-1}\Sigma C^{-1}.
+        (∂log Z_EP/∂θ_j) = ½ aᵀ(∂C/∂θ_j)a - ½ tr(R (∂C/∂θ_j)),
+        a = C⁻¹μ, R = C⁻¹ - C⁻¹ΣC⁻¹.
 
     This is also K&G's eq 14, the gradient of their bound ℱ at q = q_EP.
 
@@ -815,8 +814,8 @@ class EPPrediction:
 def ep_predict(result: EPResult, K_star: ArrayLike, k_star_star: ArrayLike) -> EPPrediction:
     r"""Predictions from the EP posterior (GPML Alg. 3.6; K&G §3 last paragraph).
 
-    .. math:: \mu_* = \mathbf k_*^T\mathbf a, \qquad \sigma_*^2 = k_{**} - \mathbf k_*^TR\,\mathbf k_*,
-              \qquad p(y_*=+1) = \epsilon + (1-2\epsilon)\Phi\bigl(\mu_*/\sqrt{s + \sigma_*^2}\bigr).
+        μ_∗ = k_∗ᵀa, σ_∗² = k_∗∗ - k_∗ᵀR k_∗,
+        p(y_∗=+1) = ε + (1-2ε)Φ(μ_∗/√(s + σ_∗²)).
 
     Rounding can leave σ_∗² a hair below zero when a test input repeats a training
     input; it is clipped at the smallest positive float.

@@ -90,11 +90,11 @@ def m_step_objective(
 ) -> tuple[float, np.ndarray]:
     r"""ℱ_(Θ_cov) (K&G eq 16) and its gradient (eq 17) for fixed q = N(μ, Σ).
 
-    .. math:: \mathcal F_{\Theta_{cov}} = E_q[\log N(\mathbf f|0, C_\theta)]
-              = -\tfrac12\log|2\pi C| - \tfrac12\boldsymbol\mu^TC^{-1}\boldsymbol\mu - \tfrac12\operatorname{tr}(C^{-1}\Sigma),
+        ℱ_(Θ_cov) = E_q[log N(f|0, C_θ)]
+        = -½ log|2πC| - ½μᵀC⁻¹μ - ½ tr(C⁻¹Σ),
 
-    .. math:: \frac{\partial\mathcal F_{\Theta_{cov}}}{\partial\theta_j} = \tfrac12\operatorname{tr}\Bigl(
-              \bigl(C^{-1}(\Sigma + \boldsymbol\mu\boldsymbol\mu^T)C^{-1} - C^{-1}\bigr)\frac{\partial C}{\partial\theta_j}\Bigr).
+        ((∂ℱ_(Θ_cov))/(∂θ_j)) = ½ tr(
+        (C⁻¹(Σ + μμᵀ)C⁻¹ - C⁻¹)(∂C/∂θ_j)).
 
     C is factorised once; the matrix of the traces,
     C⁻¹(Σ + μμᵀ - C)C⁻¹, comes from two Cholesky solves

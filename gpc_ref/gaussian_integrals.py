@@ -2,9 +2,9 @@ r"""Sigmoid, probit and softmax integrated against a Gaussian: every rule the bo
 
 Predictions of every Gaussian approximation (Laplace, the variational bounds, EP) need
 
-.. math:: \int \sigma(f)\,N(f\mid\mu, s^2)\,df, \qquad
-          \int \Phi(f)\,N(f\mid\mu, s^2)\,df, \qquad
-          \int \operatorname{softmax}(\mathbf f)\,N(\mathbf f\mid\boldsymbol\mu, \Sigma)\,d\mathbf f .
+    ∫ σ(f) N(f | μ, s²) df,
+    ∫ Φ(f) N(f | μ, s²) df,
+    ∫ softmax(f) N(f | μ, Σ) df .
 
 The probit integral is exact (GPML eq 3.82); the other two are not, and this module holds the
 approximations the papers use and the references they are measured against:
@@ -229,8 +229,8 @@ def log_link_expectations(
     at every training point, the expected log-likelihood under the Gaussian marginal and its
     derivatives in the marginal's mean and variance; by Bonnet's and Price's theorems
 
-    .. math:: \frac{\partial}{\partial\mu}E[\ell(z)] = E[\ell'(z)], \qquad
-              \frac{\partial}{\partial s^2}E[\ell(z)] = \tfrac12 E[\ell''(z)].
+        ∂/∂μ E[ℓ(z)] = E[ℓ'(z)],
+        ∂/∂s² E[ℓ(z)] = ½ E[ℓ''(z)].
 
     Two rules, both in the standardised variable z = μ + s u, u ~ N(0, 1):
 
@@ -321,7 +321,7 @@ def probit_gaussian(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
 def sigmoid_gaussian_mackay(mean: ArrayLike, var: ArrayLike) -> np.ndarray:
     r"""MacKay's probit approximation (G&M eq 23).
 
-    .. math:: \int \sigma(f)\,N(f\mid\mu,s^2)\,df \approx \sigma\!\left(\frac{\mu}{\sqrt{1 + \pi s^2/8}}\right)
+        ∫ σ(f) N(f | μ,s²) df ≈ σ(μ/√(1 + πs²/8))
 
     It replaces σ by the probit Φ(λf) with the same slope at the origin
     (λ² = π/8) and uses the exact probit integral.
@@ -370,8 +370,8 @@ def sigmoid_gaussian_erf_mixture(
 ) -> np.ndarray:
     r"""∫ σ(f) N(f | μ, s²) df with σ replaced by a five-term probit mixture (W&B 1997 §2.1).
 
-    .. math:: \int \sigma(f)\,N(f\mid\mu,s^2)\,df \approx \sum_i c_i\,
-              \Phi\!\left(\frac{\kappa_i \mu}{\sqrt{1+\kappa_i^2 s^2}}\right)
+        ∫ σ(f) N(f | μ,s²) df ≈ ∑_i c_i
+        Φ((κ_i μ)/√(1+κ_i² s²))
 
     Parameters
     ----------

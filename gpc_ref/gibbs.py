@@ -301,8 +301,8 @@ def gibbs_probit_binary(K: ArrayLike, t: ArrayLike, *, rng: np.random.Generator 
 
     Alternates
 
-    .. math:: z_i \mid f_i \sim N(f_i, 1)\ \text{truncated to}\ y_i z_i > 0, \qquad
-              \mathbf f \mid \mathbf z \sim N(\Sigma\mathbf z, \Sigma),\quad \Sigma = K(I + K)^{-1},
+        z_i | f_i ~ N(f_i, 1) truncated to y_i z_i > 0,
+        f | z ~ N(Σz, Σ), Σ = K(I + K)⁻¹,
 
     starting from f = 0, discarding ``burn_in`` iterations and
     keeping every ``thin``-th of the next ``n_samples·thin``.
@@ -359,8 +359,8 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
 
     At iteration s,
 
-    .. math:: \mathbf z_i^{(s)} \mid \mathbf f_i^{(s-1)} \sim N^{c_i}_{\mathbf z}(\mathbf f_i^{(s-1)}, I),\qquad
-              \mathbf f^{c(s)} \mid \mathbf z^{c(s)} \sim N(\Sigma_c\mathbf z^{c(s)}, \Sigma_c),
+        z_i^(s) | f_i^(s-1) ~ N^(c_i)_z(f_i^(s-1), I),
+        f^(c(s)) | z^(c(s)) ~ N(Σ_c z^(c(s)), Σ_c),
 
     with N^(c_i)_z the Gaussian truncated to the cone of class c_i, drawn exactly
     (:func:`sample_cone_truncated_normal`), and f^c by Matheron's
@@ -424,8 +424,8 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
 def gibbs_predict_latent(samples: GibbsSamples, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean of f_∗^c given each retained z^(s), and the shared variance (G&R App. D).
 
-    .. math:: \mu_*^{c(s)} = (\mathbf z^{c(s)})^T(I + K_c)^{-1}\mathbf k_{*c},\qquad
-              \sigma_{*c}^2 = k_{**}^c - \mathbf k_{*c}^T(I + K_c)^{-1}\mathbf k_{*c}.
+        μ_∗^(c(s)) = (z^(c(s)))ᵀ(I + K_c)⁻¹k_∗c,
+        σ_∗c² = k_∗∗^c - k_∗cᵀ(I + K_c)⁻¹k_∗c.
 
     Parameters
     ----------
@@ -461,8 +461,8 @@ def gibbs_predict_proba(samples: GibbsSamples, K_cross: ArrayLike, k_diag: Array
     f_∗ | z^(s) is integrated out exactly instead (same
     expectation, smaller variance):
 
-    .. math:: P(c_* = k) \approx \frac1S\sum_s E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_{*k} + \mu_*^{k(s)} - \mu_*^{j(s)}}{v_{*j}}\Bigr)\Bigr],
-              \quad v_{*j} = \sqrt{1 + \sigma_{*j}^2},
+        P(c_∗ = k) ≈ (1/S) ∑_s E_u[∏_(j ≠ k)Φ((u v_∗k + μ_∗^(k(s)) - μ_∗^(j(s)))/(v_∗j))],
+        v_∗j = √(1 + σ_∗j²),
 
     with μ_∗^(c(s)) and σ_∗c² from :func:`gibbs_predict_latent`;
     binary: P(y_∗ = +1) ≈ (1/S)∑_s Φ(μ_∗^(s)/√(1 + σ_∗²)).
@@ -508,8 +508,8 @@ def prior_sampling_log_evidence(
 ) -> EvidenceEstimate:
     r"""The marginal-likelihood estimate used for the Gibbs sampler in G&R Table 1: average over prior draws.
 
-    .. math:: \log p(\mathbf c) \approx \log\frac1S\sum_s P(\mathbf c \mid \mathbf f^{(s)}),\qquad
-              \mathbf f^{c(s)} \sim N(0, K_c)
+        log p(c) ≈ log(1/S) ∑_s P(c | f^(s)),
+        f^(c(s)) ~ N(0, K_c)
 
     (binary: p(y), one GP). Unbiased for p(c) but, on the log scale, biased low with a
     huge variance once n is more than a handful (almost every prior draw

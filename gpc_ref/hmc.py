@@ -27,7 +27,7 @@ and put independent N(-3, 3²) priors on ϕ = (log v_0, log w_1, …,
 log w_d). Our kernel has v_0 = σ_f² and w_l = 1/ℓ_l², so with
 ``theta = (log σ_f², log ℓ_1, ..., log ℓ_d)``
 
-.. math:: \phi = A\theta, \qquad A = \operatorname{diag}(1, -2, \dots, -2),
+    ϕ = Aθ, A = diag(1, -2, ṡ, -2),
 
 i.e. log w_l = -2 log ℓ_l (a bias v_1 or a learnt jitter keeps factor 1).
 :func:`laplace_hmc` samples in W&B's coordinates ϕ, where their prior, step size
@@ -195,10 +195,9 @@ def leapfrog(
 
     For H(x, p) = -log π(x) + ½ pᵀ M⁻¹ p each step is
 
-    .. math::
-        p \leftarrow p + \tfrac{\varepsilon}{2}\nabla\log\pi(x), \quad
-        x \leftarrow x + \varepsilon M^{-1} p, \quad
-        p \leftarrow p + \tfrac{\varepsilon}{2}\nabla\log\pi(x),
+        p ← p + (ε/2) ∇log π(x),
+        x ← x + εM⁻¹ p,
+        p ← p + (ε/2) ∇log π(x),
 
     with the two half steps of consecutive steps merged into one full step. The map is
     volume preserving and time reversible: starting from the end point with the momentum
@@ -646,8 +645,8 @@ def laplace_hmc_predict(
 ) -> HMCPrediction:
     r"""Predictions averaged over the retained hyperparameter samples (W&B 1997 eq 9).
 
-    .. math:: \bar\pi(x_*) = \int \hat\pi(x_*|\theta)\, p(\theta|t)\,d\theta
-              \approx \frac1S\sum_{s=1}^S \hat\pi(x_*|\theta^{(s)}),
+        π̄(x_∗) = ∫ π̂(x_∗|θ) p(θ|t) dθ
+        ≈ (1/S) ∑_(s=1)^S π̂(x_∗|θ^(s)),
 
     where π̂(x_∗|θ) is the Laplace prediction at fixed hyperparameters (mode, latent
     mean and variance, then the erf mixture or ``method``). A rejected proposal repeats a sample,

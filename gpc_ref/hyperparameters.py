@@ -177,7 +177,7 @@ def gaussian_log_prior(phi: ArrayLike, prior_mean: float = -3.0, prior_sd: float
 def log_hyperprior(kernel: SEKernel, prior_mean: float = -3.0, prior_sd: float = 3.0) -> tuple[float, np.ndarray]:
     r"""W&B's hyperprior at ``kernel.theta`` and its gradient with respect to θ.
 
-    .. math:: \log p(\phi(\theta)) = \sum_j \log N(\phi_j(\theta)\mid\mu_0, s_0^2), \qquad \phi = A\theta.
+        log p(ϕ(θ)) = ∑_j log N(ϕ_j(θ) | μ_0, s_0²), ϕ = Aθ.
 
     The value is the log density *of* ϕ (as in W&B and :mod:`gpc_ref.hmc`); the density
     of θ differs by the constant log|det A|, which changes neither the MAP

@@ -4,8 +4,8 @@ Girolami & Rogers' variational posterior over the C latent functions is, given t
 z̃^c of the auxiliary variables, C independent GP *regressions* with unit noise
 (G&R eq 4.1, Appendix A):
 
-.. math:: Q(\mathbf f^c) = N(\boldsymbol\mu^c, \Sigma_c), \qquad
-          \Sigma_c = K_c (I + K_c)^{-1}, \qquad \boldsymbol\mu^c = \Sigma_c \widetilde{\mathbf z}^c .
+    Q(f^c) = N(μ^c, Σ_c),
+    Σ_c = K_c (I + K_c)⁻¹, μ^c = Σ_c z̃^c .
 
 The sparse version includes one point at a time: including point i conditions every
 Q(f^c) on the "observation" z̃_i^c = f_i^c + ε,
@@ -183,10 +183,8 @@ def adf_include(
     of f_i^c is a rank-one update, with σ_ci the i-th column of Σ_c and s_ci its i-th diagonal
     entry:
 
-    .. math:: \Sigma_c \leftarrow \Sigma_c - \frac{\boldsymbol\sigma_{ci}\boldsymbol\sigma_{ci}^T}{1 + s_{ci}},
-              \qquad
-              \boldsymbol\mu^c \leftarrow \boldsymbol\mu^c
-              + \frac{\widetilde z_i^c - \mu_i^c}{1 + s_{ci}}\,\boldsymbol\sigma_{ci}.
+        Σ_c ← Σ_c - ((σ_ci σ_ciᵀ)/(1 + s_ci)),
+        μ^c ← μ^c + ((z̃_i^c - μ_i^c)/(1 + s_ci)) σ_ci.
 
     Storing Σ_c = K_c − M_cᵀM_c makes the first a new row σ_ciᵀ/√(1 + s_ci) of M_c (eq 5.3) and a
     change of its diagonal (eq 5.2). Every right-hand side uses s_ci *before* eq 5.2 changes it.
@@ -238,8 +236,7 @@ def target_log_probability(
 ) -> np.ndarray:
     r"""log P(c_i | μ_i, s_i) of each point's own class under the current posterior (G&R eq 5.5).
 
-    .. math:: P(c_i = k) = E_u\Bigl\{\prod_{j\ne k}\Phi\Bigl(\frac{u\,v_{ki} + \mu_i^k - \mu_i^j}
-              {v_{ji}}\Bigr)\Bigr\}, \qquad v_{ji} = \sqrt{1 + s_{ji}},
+        P(c_i = k) = E_u{∏_(j ≠ k)Φ((u v_ki + μ_i^k - μ_i^j)/v_ji)}, v_ji = √(1 + s_ji),
 
     by the Gauss–Hermite rule of the shared :class:`MultinomialProbitLikelihood`, in log space, for
     the true class k = c_i only (C-1 terms per node instead of C(C-1) for the whole
@@ -288,7 +285,7 @@ def pairwise_log_probability(t: ArrayLike, mean: ArrayLike, var: ArrayLike) -> n
     Harris's inequality gives P(⋂_j A_j) ≥ ∏_j P(A_j), and the intersection is
     no likelier than its least likely member:
 
-    .. math:: \sum_{j\ne k}\log\Phi(d_j) \;\le\; \log P(c_i = k) \;\le\; \min_{j\ne k}\log\Phi(d_j).
+        ∑_(j ≠ k) log Φ(d_j) ≤ log P(c_i = k) ≤ min_(j ≠ k) log Φ(d_j).
 
     The left-hand side costs C - 1 evaluations of log Φ per point against
     (C-1)Q for the quadrature; :func:`select_predictive` uses it to screen candidates.
@@ -590,10 +587,10 @@ def ivm_predict(fit: IVMFit, X: ArrayLike, *, path: bool = False) -> tuple[np.nd
     Q(f^c) is GP regression with unit noise on the active set (GPML eqs 2.25–2.26,
     G&R §4.5 restricted to ℐ):
 
-    .. math:: \mu^c(\mathbf x_*) = \mathbf a_*^T\mathbf b_c, \quad
-              \sigma_c^2(\mathbf x_*) = k_c(\mathbf x_*, \mathbf x_*) - \mathbf a_*^T\mathbf a_*, \quad
-              \mathbf a_* = L_{\mathcal I}^{-1}\mathbf k_{c,\mathcal I *},\;
-              \mathbf b_c = L_{\mathcal I}^{-1}\widetilde{\mathbf z}^c_{\mathcal I},
+        μ^c(x_∗) = a_∗ᵀb_c,
+        σ_c²(x_∗) = k_c(x_∗, x_∗) - a_∗ᵀa_∗,
+        a_∗ = L_ℐ⁻¹k_(c,ℐ ∗),
+        b_c = L_ℐ⁻¹z̃^c_ℐ,
 
     with L_ℐ L_ℐᵀ = K_(c,ℐℐ) + I (S × S, factorised
     once). Because the rows of L_ℐ follow the inclusion order, the prediction of

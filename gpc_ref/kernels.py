@@ -13,10 +13,7 @@ book  code                papers
 θ     ``theta``           log of the learnable parameters, in the order below
 ====  ==================  ===================================================
 
-.. math::
-
-    k(x, x') = \sigma_f^2 \exp\Bigl(-\tfrac12 \sum_d (x_d - x'_d)^2/\ell_d^2\Bigr)
-               + \sigma_b^2 + \sigma_j^2\,\delta_{ii'}
+    k(x, x') = σ_f² exp(-½ ∑_d (x_d - x'_d)²/ℓ_d²) + σ_b² + σ_j² δ_ii'
 
 The jitter term sits on the diagonal of the training covariance ``K(X)`` (the
 Kronecker delta is over *indices*, not over equal inputs, so two duplicate

@@ -3,8 +3,7 @@ r"""The KL method: the Gaussian q(f) that maximises the evidence lower bound (Op
 For a GP prior p(f) = N(0, K) and a factorising likelihood, every Gaussian
 q(f) = N(μ, Σ) gives a lower bound on the log evidence (Jensen's inequality),
 
-.. math:: \log Z \ge \mathcal L(\boldsymbol\mu, \Sigma) = \sum_i E_{N(f_i\mid \mu_i, \Sigma_{ii})}\bigl[\log p(y_i\mid f_i)\bigr]
-          - \operatorname{KL}\bigl(N(\boldsymbol\mu, \Sigma)\,\|\,N(\mathbf 0, K)\bigr),
+    log Z ≥ ℒ(μ, Σ) = ∑_i E_(N(f_i | μ_i, Σ_ii))[log p(y_i | f_i)] - KL(N(μ, Σ) ‖ N(0, K)),
 
 and log Z - ℒ = KL(q ‖ p(f | y)), hence the name. The
 KL method maximises ℒ over the mean *and the full covariance*. At a stationary point
@@ -222,9 +221,7 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
              gradient_lam: bool = False) -> KLBound:  # fmt: skip
     r"""The evidence lower bound at μ = Kα, Σ = (K⁻¹+Λ)⁻¹, with gradients.
 
-    .. math::
-        \mathcal L = \sum_i \bar E_i(\mu_i, \Sigma_{ii})
-        - \tfrac12\bigl[\operatorname{tr}B^{-1} + \boldsymbol\alpha^\top K\boldsymbol\alpha - n + \log|B|\bigr],
+        ℒ = ∑_i Ē_i(μ_i, Σ_ii) - ½[tr B⁻¹ + αᵀ Kα - n + log|B|],
 
     the KL divergence written with tr(K⁻¹Σ) = tr B⁻¹ and
     log|K| - log|Σ| = log|B| (the book derives both). Gradients: [OA09]'s
@@ -416,8 +413,8 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     λ̂ = -2 ∂Ē/∂diag Σ
     (:func:`~gpc_ref.gaussian_integrals.log_link_expectations`); then, with step β,
 
-    .. math:: \boldsymbol\lambda \leftarrow (1-\beta)\boldsymbol\lambda + \beta\hat{\boldsymbol\lambda}, \qquad
-              \boldsymbol\nu \leftarrow (1-\beta)\boldsymbol\nu + \beta(\boldsymbol\rho + \hat\Lambda\boldsymbol\mu),
+        λ ← (1-β)λ + βλ̂,
+        ν ← (1-β)ν + β(ρ + Λ̂μ),
 
     and refactorise B. With β = 1 the mean moves by Newton's step on
     ∑_i Ē_i - ½μᵀ K⁻¹μ at fixed Σ and the precisions by
@@ -548,8 +545,7 @@ def kl_evidence_gradient(result: KLResult, *, dK: ArrayLike | None = None, kerne
     (the envelope theorem), and differentiating -KL(q ‖ N(0, K)) at fixed
     (μ, Σ) gives
 
-    .. math:: \frac{\partial\mathcal L^*}{\partial\theta_j} = \tfrac12\boldsymbol\alpha^\top\partial_jK\,\boldsymbol\alpha
-              - \tfrac12\operatorname{tr}(R\,\partial_jK), \qquad R = K^{-1} - K^{-1}\Sigma K^{-1} = \Lambda^{1/2}B^{-1}\Lambda^{1/2},
+        (∂ℒ*/∂θ_j) = ½αᵀ∂_j K α - ½ tr(R ∂_j K), R = K⁻¹ - K⁻¹ΣK⁻¹ = Λ^½B⁻¹Λ^½,
 
     the form of EP's gradient (GPML eq 5.27) and of G&M's eq 36. It is exact only at the optimum:
     the error is of the order of ``result.gradient_norm``.
@@ -709,8 +705,8 @@ def kl_predict(result: KLResult, K_star: ArrayLike, k_star_star: ArrayLike, *,
                method: str = "erf_mixture") -> KLPrediction:  # fmt: skip
     r"""Predictions from the KL posterior (the form of GPML Algorithm 3.2 with W = Λ).
 
-    .. math:: \mu_* = \mathbf k_*^\top\boldsymbol\alpha, \qquad
-              s_*^2 = k_{**} - \mathbf k_*^\top(K + \Lambda^{-1})^{-1}\mathbf k_* = k_{**} - \|L^{-1}\Lambda^{1/2}\mathbf k_*\|^2,
+        μ_∗ = k_∗ᵀα,
+        s_∗² = k_∗∗ - k_∗ᵀ(K + Λ⁻¹)⁻¹k_∗ = k_∗∗ - ‖L⁻¹Λ^½k_∗‖²,
 
     and P(y_∗ = +1) = ∫ p(+1 | f_∗)N(f_∗ | μ_∗, s_∗²) df_∗: exactly
     Φ(μ_∗/√(1 + s_∗²)) for the probit, by the rule ``method`` of

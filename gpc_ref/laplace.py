@@ -272,8 +272,8 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
     Newton's method on Ψ(f) = log p(y | f) − ½ fᵀK⁻¹f (W&B 1997 eqs 3, 5–7), with W the negative
     Hessian of log p(y | f) (diagonal), t = (y + 1)/2 and π the class-1 probabilities at f:
 
-    .. math:: \mathbf f^{new} = (K^{-1} + W)^{-1}\bigl(W\mathbf f + \nabla\log p(\mathbf y|\mathbf f)\bigr)
-              = K (I + WK)^{-1}\bigl(W\mathbf f + \mathbf t - \boldsymbol\pi\bigr),
+        f^new = (K⁻¹ + W)⁻¹(Wf + ∇log p(y|f))
+        = K (I + WK)⁻¹(Wf + t - π),
 
     computed in the stable form of GPML Algorithm 3.1: factorise B = I + W½KW½ = LLᵀ, then
     b = W f + ∇log p, a = b − W½ B⁻¹ W½ K b and f_new = K a. Only B is factorised (its eigenvalues
@@ -375,21 +375,17 @@ def laplace_evidence_gradient(mode: LaplaceMode, K: np.ndarray, dK: np.ndarray) 
     The gradient has an explicit part, at the fixed mode f̂, and an implicit part through the
     mode's dependence on θ_j:
 
-    .. math::
-        \frac{\partial\log q}{\partial\theta_j} =
-        \underbrace{\tfrac12\mathbf a^T\frac{\partial K}{\partial\theta_j}\mathbf a
-        - \tfrac12\operatorname{tr}\Bigl(R\frac{\partial K}{\partial\theta_j}\Bigr)}_{\text{explicit}}
-        + \sum_i \frac{\partial\log q}{\partial\hat f_i}\frac{\partial\hat f_i}{\partial\theta_j},
+        ∂log q/∂θ_j = ½ aᵀ (∂K/∂θ_j) a − ½ tr(R ∂K/∂θ_j) + ∑_i (∂log q/∂f̂_i)(∂f̂_i/∂θ_j),
+
+    the first two terms explicit, the sum implicit,
 
     with R = W½B⁻¹W½ = (W⁻¹ + K)⁻¹. Once ∇Ψ = 0 only ½ log det B depends on f̂, so
 
-    .. math:: \frac{\partial\log q}{\partial\hat f_i} = \tfrac12\bigl[(K^{-1}+W)^{-1}\bigr]_{ii}
-              \frac{\partial^3\log p(y_i|\hat f_i)}{\partial\hat f_i^3};
+        ∂log q/∂f̂_i = ½ [(K⁻¹ + W)⁻¹]_ii ∂³log p(y_i|f̂_i)/∂f̂_i³;
 
     and the mode moves with θ_j as (the implicit term of W&B 1997 §2.3), where (I + KW)⁻¹ = I − KR:
 
-    .. math:: \frac{\partial\hat{\mathbf f}}{\partial\theta_j} = (I + KW)^{-1}
-              \frac{\partial K}{\partial\theta_j}(\mathbf t - \hat{\boldsymbol\pi}).
+        ∂f̂/∂θ_j = (I + KW)⁻¹ (∂K/∂θ_j)(t − π̂).
 
     Parameters
     ----------
@@ -449,8 +445,7 @@ def laplace_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
 
     At the mode f̂ of :func:`laplace_mode`, with B = I + W½KW½,
 
-    .. math:: \log q(\mathbf y|X,\theta) = \log p(\mathbf y|\hat{\mathbf f})
-              - \tfrac12\hat{\mathbf f}^TK^{-1}\hat{\mathbf f} - \tfrac12\log|B|,
+        log q(y|X,θ) = log p(y|f̂) - ½f̂ᵀK⁻¹f̂ - ½ log|B|,
 
     which is W&B 1997 eq 10, Ψ(ŷ) − ½ log det(K⁻¹ + W) + (n/2) log 2π, after the constants of Ψ are
     combined (det(K) det(K⁻¹ + W) = det(B)). The gradient
@@ -487,9 +482,9 @@ def laplace_predict_latent(
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean and variance of the Gaussian latent predictive q(f_∗|y) at ``X_test``.
 
-    .. math:: \mu_* = \mathbf k_*^T\nabla\log p(\mathbf y|\hat{\mathbf f}) = \mathbf k_*^T(\mathbf t - \hat{\boldsymbol\pi}),
-              \qquad s_*^2 = k_{**} - \mathbf k_*^T(K + W^{-1})^{-1}\mathbf k_* = k_{**} - \mathbf v^T\mathbf v,
-              \quad \mathbf v = L^{-1}W^{1/2}\mathbf k_*.
+        μ_∗ = k_∗ᵀ ∇log p(y|f̂) = k_∗ᵀ(t - π̂),
+        s_∗² = k_∗∗ - k_∗ᵀ(K + W⁻¹)⁻¹k_∗ = k_∗∗ - vᵀv,
+        v = L⁻¹W^½k_∗.
 
     W&B 1997 §2.1 give ŷ_∗ = kᵀK⁻¹ŷ = kᵀ(t - π̂)
     and the variance as the (n+1, n+1) element of (K_+⁻¹ + W_+)⁻¹; the form above is the

@@ -261,7 +261,7 @@ def softmax_newton_step(K: ArrayLike, Y: ArrayLike, F: ArrayLike) -> tuple[np.nd
     Writing E = (K + D⁻¹)⁻¹ (block diagonal) and R for the Cn × n
     stack of identities, the matrix inversion lemma gives
 
-    .. math:: (K^{-1} + W)^{-1} = K - K\\,[E - E R(\\textstyle\\sum_c E_c)^{-1}R^T E]\\,K,
+        (K⁻¹ + W)⁻¹ = K - K [E - E R(∑_c E_c)⁻¹Rᵀ E] K,
 
     so only the C blocks E_c and the n × n matrix ∑_c E_c
     are ever factorised.
@@ -475,15 +475,12 @@ def softmax_laplace_evidence(
 ) -> SoftmaxLaplaceEvidence:
     """Approximate log evidence of the softmax GP classifier and its gradient (GPML Alg. 5.2).
 
-    .. math:: \\log q(\\mathbf t|X,\\theta) = -\\tfrac12\\hat f^TK^{-1}\\hat f + \\log p(\\mathbf t|\\hat f)
-              - \\tfrac12\\log|I + KW|
+        log q(t|X,θ) = -½f̂ᵀK⁻¹f̂ + log p(t|f̂) - ½ log|I + KW|
 
     and, for each log-hyperparameter θ_j (C_j = ∂K/∂θ_j,
     block diagonal),
 
-    .. math:: \\frac{\\partial\\log q}{\\partial\\theta_j} = \\tfrac12 \\mathbf a^T C_j \\mathbf a
-              - \\tfrac12\\mathrm{tr}\\bigl((K + W^{-1})^{-1}C_j\\bigr)
-              + \\mathbf s^T (I + KW)^{-1} C_j \\mathbf a,
+        (∂log q/∂θ_j) = ½ aᵀ C_j a - ½tr((K + W⁻¹)⁻¹C_j) + sᵀ (I + KW)⁻¹ C_j a,
 
     where a = t - π̂, (K+W⁻¹)⁻¹ = E - ER(∑_c E_c)⁻¹RᵀE
     and s_k = -½tr((K⁻¹+W)⁻¹∂W/∂f_k) is the derivative of the
@@ -642,9 +639,8 @@ def softmax_laplace_predict_latent(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gaussian latent predictive q(f_∗|t) = N(μ_∗, Σ_∗) at each test point.
 
-    .. math:: \\mu_*^c = \\mathbf k_*^{c\\,T}(\\mathbf t^c - \\hat\\pi^c), \\qquad
-              \\Sigma_*^{cc'} = \\delta_{cc'}\\bigl(k_c(x_*,x_*) - \\mathbf k_*^{c\\,T}E_c\\mathbf k_*^c\\bigr)
-              + (E_c\\mathbf k_*^c)^T(\\textstyle\\sum_{c''} E_{c''})^{-1}(E_{c'}\\mathbf k_*^{c'})
+        μ_∗^c = (k_∗^c)ᵀ(t^c − π̂^c),
+        Σ_∗^cc' = δ_cc'(k_c(x_∗, x_∗) − (k_∗^c)ᵀE_c k_∗^c) + (E_c k_∗^c)ᵀ(∑_c'' E_c'')⁻¹(E_c' k_∗^c')
 
     i.e. Σ_∗ = diag(k_∗∗) - Q_∗ᵀ(K + W⁻¹)⁻¹Q_∗ written with the blocks
     of GPML eq 3.45 (W&B 1998 §4; GPML Alg. 3.4 lines 9–13).

@@ -203,7 +203,7 @@ class LogisticLikelihood(BinaryLikelihood):
     With t = (y+1)/2 and π = σ(f) (W&B's notation), the derivatives of
     log p(y|f) in f are
 
-    .. math:: t - \pi, \qquad -\pi(1-\pi), \qquad -\pi(1-\pi)(1-2\pi).
+        t - π, -π(1-π), -π(1-π)(1-2π).
     """
 
     name = "logistic"
@@ -266,7 +266,7 @@ class ProbitLikelihood(BinaryLikelihood):
     With z = yf and r = ϕ(z)/Φ(z) the derivatives of log Φ(z) in
     z are
 
-    .. math:: r, \qquad -r(z + r), \qquad r\,\bigl((z+r)(z+2r) - 1\bigr).
+        r, -r(z + r), r ((z+r)(z+2r) - 1).
 
     For z < −20 the last two lose precision to cancellation and their asymptotic series are
     used instead (relative error below 1e-7 there).
@@ -344,7 +344,7 @@ class ProbitLikelihood(BinaryLikelihood):
 class LabelNoiseLikelihood:
     r"""Kim & Ghahramani's likelihood with labelling errors and latent noise (eq 9).
 
-    .. math:: p(y|f) = \epsilon + (1 - 2\epsilon)\,\Phi\!\left(\frac{y f}{\sqrt{v}}\right),
+        p(y|f) = ε + (1 - 2ε) Φ((y f)/√v),
 
     the step function H(y f) blurred by Gaussian latent noise of variance
     v. ``latent_noise=0`` gives the hard step
@@ -473,8 +473,8 @@ class MultinomialProbitLikelihood(MultiClassLikelihood):
     z_i^c = f_i^c + ε_i^c, ε_i^c ~ N(0, 1), and
     c_i = argmax_c z_i^c. Integrating z_i out, for the observed class k,
 
-    .. math:: P(c_i = k \mid \mathbf f_i) = E_{u}\Bigl[\prod_{j\ne k}\Phi(u + f_i^k - f_i^j)\Bigr],
-              \qquad u \sim N(0, 1).
+        P(c_i = k | f_i) = E_u[∏_(j ≠ k)Φ(u + f_i^k - f_i^j)],
+        u ~ N(0, 1).
 
     Every expectation over u is computed by Gauss–Hermite quadrature
     with ``n_nodes`` nodes, in log space; the paper used 1000 Monte Carlo
@@ -514,8 +514,8 @@ class MultinomialProbitLikelihood(MultiClassLikelihood):
     def predict(self, mean: ArrayLike, var: ArrayLike) -> np.ndarray:
         r"""P(c_i = k) for latent values f_i^c ~ N(μ_i^c, σ_ci²) independently (G&R §4.5, App. B, eq 5.5).
 
-        .. math:: P(c_i = k) = E_u\Bigl[\prod_{j\ne k}\Phi\Bigl(\frac{u v_{ki} + \mu_i^k - \mu_i^j}{v_{ji}}\Bigr)\Bigr],
-                  \quad v_{ji} = \sqrt{1 + \sigma_{ji}^2}.
+            P(c_i = k) = E_u[∏_(j ≠ k)Φ((u v_ki + μ_i^k - μ_i^j)/v_ji)],
+            v_ji = √(1 + σ_ji²).
 
         Parameters
         ----------
@@ -550,9 +550,8 @@ class MultinomialProbitLikelihood(MultiClassLikelihood):
 
         For the observed class k = c_i and c ≠ k:
 
-        .. math:: p_i^c = -\frac{E_u[\phi(u + f_i^k - f_i^c)\,\Phi_u^{i,k,c}]}
-                                {E_u[\prod_{j\ne k}\Phi(u + f_i^k - f_i^j)]},\qquad
-                  p_i^k = -\sum_{c\ne k} p_i^c,
+            p_i^c = -((E_u[ϕ(u + f_i^k - f_i^c) Φ_u^(i,k,c)])/(E_u[∏_(j ≠ k)Φ(u + f_i^k - f_i^j)])),
+            p_i^k = -∑_(c ≠ k) p_i^c,
 
         with Φ_u^(i,k,c) = ∏_(j ≠ k,c)Φ(u + f_i^k - f_i^j). In VB the means
         f_i^c passed are the posterior means μ_i^c, and ``M + P`` holds z̃_i^c.
@@ -595,7 +594,7 @@ class MultinomialProbitLikelihood(MultiClassLikelihood):
 class SoftmaxLikelihood(MultiClassLikelihood):
     r"""The multi-class softmax likelihood of Williams & Barber (1998 §4; GPML §3.5).
 
-    .. math:: P(c_i = k \mid \mathbf f_i) = \frac{\exp f_i^k}{\sum_{c=1}^C \exp f_i^c},
+        P(c_i = k | f_i) = ((exp f_i^k)/(∑_(c=1)^C exp f_i^c)),
 
     evaluated in log space (f_i^k - log ∑_c e^(f_i^c)), so that it stays finite for latent
     values in the thousands. The same interface as :class:`MultinomialProbitLikelihood`: class codes

@@ -224,8 +224,8 @@ def _signs(t, name="t"):
 def log_sigmoid_lower_bound(t: ArrayLike, a: ArrayLike, nu: ArrayLike) -> np.ndarray:
     r"""log Q(t|a, ν): the Jaakkola–Jordan lower bound on log P(t|a) (G&M eqs 8, 13).
 
-    .. math:: \log Q(t|a,\nu) = \log\sigma(\nu) + (s a - \nu)/2 - \lambda(\nu)(a^2 - \nu^2),
-              \quad s = 2t - 1,
+        log Q(t|a,ν) = log σ(ν) + (s a - ν)/2 - λ(ν)(a² - ν²),
+        s = 2t - 1,
 
     exact (touching) at a = ±ν. For class 0 the bound on
     σ(−a) is the same expression with a replaced by −a (eq 13); λ is even so
@@ -328,20 +328,14 @@ def lower_bound(
     With λ(ν) = tanh(ν/2)/(4ν), Λ = diag(λ(ν_n)) and d = (2t − 1)/2 (half the labels in ±1), the
     lower bound on the log evidence is
 
-    .. math::
-        \log Z' = \sum_n\bigl(\log\sigma(\nu_n) - \nu_n/2 + \lambda(\nu_n)\nu_n^2\bigr)
-                  + \tfrac12 \mathbf d^T (K^{-1} + 2\Lambda)^{-1}\mathbf d
-                  - \tfrac12\log\det(I + 2\Lambda K)
+        log Z' = ∑_n(log σ(ν_n) - ν_n/2 + λ(ν_n)ν_n²) + ½ dᵀ (K⁻¹ + 2Λ)⁻¹d - ½ log det(I + 2ΛK)
 
     (G&M print ½ dᵀ(K⁻¹ + 2Λ) d; the Gaussian integral gives the inverse). The posterior P_Q has
     mean m = K(I + WK)⁻¹ d and covariance Σ = (K⁻¹ + W)⁻¹, W = 2Λ. The gradients, with
     B = I + W½KW½, α = d − W m and K̇_j = ∂K/∂θ_j, are
 
-    .. math::
-        \frac{\partial\log Z'}{\partial\nu_k} = \lambda'(\nu_k)\bigl(\nu_k^2 - m_k^2 - \Sigma_{kk}\bigr),
-        \qquad
-        \frac{\partial\log Z'}{\partial\theta_j} = \tfrac12\boldsymbol\alpha^T\dot K_j\boldsymbol\alpha
-            - \tfrac12\operatorname{tr}(W^{1/2}B^{-1}W^{1/2}\dot K_j).
+        (∂log Z'/∂ν_k) = λ'(ν_k)(ν_k² - m_k² - Σ_kk),
+        (∂log Z'/∂θ_j) = ½αᵀK̇_j α - ½ tr(W^½B⁻¹W^½K̇_j).
 
     The first is G&M eq 35 collected into one term, with the sign of its first term corrected;
     the second is eq 36 with H⁻¹W = W½B⁻¹W½.
@@ -425,10 +419,8 @@ def upper_bound(
 ) -> UpperBound:
     r"""log Z'' = −Σ H₂(μ_n) + ½ bᵀKb and its gradients (G&M eqs 37–40). No factorisation.
 
-    .. math::
-        \frac{\partial\log Z''}{\partial\mu_k} = \log\frac{\mu_k}{1-\mu_k} + s_k (K\mathbf b)_k,
-        \qquad
-        \frac{\partial\log Z''}{\partial\theta_j} = \tfrac12\mathbf b^T\dot K_j\mathbf b.
+        (∂log Z''/∂μ_k) = log(μ_k/(1-μ_k)) + s_k (Kb)_k,
+        (∂log Z''/∂θ_j) = ½bᵀK̇_j b.
 
     Parameters
     ----------
@@ -762,9 +754,9 @@ def optimize_upper_bound(
     - ``method="newton"`` (default): the convex dual. Since
       log σ(z) = min_μ[μz - H_2(μ)],
 
-      .. math:: \min_{\boldsymbol\mu}\log Z''(\boldsymbol\mu)
-                = \max_{\mathbf f}\Bigl[\sum_n\log\sigma(s_nf_n) - \tfrac12\mathbf f^TK^{-1}\mathbf f\Bigr],
-                \qquad \mu_n = \sigma(-s_n\hat f_n),
+          min_μ log Z''(μ)
+          = max_f[∑_n log σ(s_n f_n) - ½fᵀK⁻¹f],
+          μ_n = σ(-s_n f̂_n),
 
       the maximum being the mode of the exact posterior: the Laplace mode, found by
       :func:`gpc_ref.laplace.laplace_mode` (Newton in the stable form of GPML Alg. 3.1), after which
@@ -857,9 +849,9 @@ def predict_lower(
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean and variance of 𝒫_Q(a_∗) (G&M eqs 17–21, eq 18 corrected).
 
-    .. math:: a_l = \mathbf k_*^T H^{-1}\mathbf d = \mathbf k_*^T\boldsymbol\alpha, \qquad
-              s_l^2 = \kappa - 2\mathbf k_*^T H^{-1}\Lambda\mathbf k_*
-                    = \kappa - \lVert L^{-1} W^{1/2}\mathbf k_*\rVert^2.
+        a_l = k_∗ᵀ H⁻¹d = k_∗ᵀα,
+        s_l² = κ - 2k_∗ᵀ H⁻¹Λk_∗
+        = κ - ‖ L⁻¹ W^½k_∗‖².
 
     G&M print +2kᵀ H⁻¹Λk; conditioning on data can
     only shrink the prior variance κ, so the sign must be minus.
@@ -899,7 +891,7 @@ def predict_upper(
     𝒫_R(a_{N+1}) ∝ exp(−½ aᵀ C_{N+1}⁻¹ a + b̃ᵀa) with b̃ = (b, 0) is N(C_{N+1} b̃, C_{N+1}),
     whose last marginal is
 
-    .. math:: a_u = \mathbf k_*^T\mathbf b, \qquad s_u^2 = \kappa.
+        a_u = k_∗ᵀb, s_u² = κ.
 
     The printed eqs 27–28 (s_u² = (κ - kᵀC_N⁻¹k)⁻¹,
     a_u = -s_u²kᵀ C_N⁻¹b) are not this marginal (they

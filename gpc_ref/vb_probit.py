@@ -44,9 +44,7 @@ and the predictive mean at a new point x_∗ is α_cᵀk_∗c (§4.5).
 
 The lower bound of Appendix C simplifies (the book derives it) to
 
-.. math:: \mathcal L = \sum_{i=1}^n \log\mathcal Z_i
-          - \tfrac12\sum_c (\boldsymbol\mu^c)^T K_c^{-1}\boldsymbol\mu^c
-          - \tfrac12\sum_c \log|I + K_c|,
+    ℒ = ∑_(i=1)^n log 𝒵_i - ½ ∑_c (μ^c)ᵀ K_c⁻¹μ^c - ½ ∑_c log|I + K_c|,
 
 because tr Σ_c + tr(K_c⁻¹Σ_c) = n and
 det Σ_c / det K_c = 1/det(I + K_c). The printed final
@@ -121,7 +119,7 @@ def _kernel_matrices(K, n_classes=None):
 def truncated_normal_mean(m: ArrayLike, t: ArrayLike) -> np.ndarray:
     r"""Mean of z ~ N(μ, 1) truncated to y z > 0 (G&R §4.4.1, footnote 6).
 
-    .. math:: \widetilde z = \mu + y\,\frac{\phi(\mu)}{\Phi(y \mu)}
+        z̃ = μ + y (ϕ(μ)/Φ(y μ))
 
     for labels y ∈ {-1, +1}. The ratio is evaluated in log space
     (:func:`~gpc_ref.likelihoods.normal_pdf_over_cdf`), so it stays finite when
@@ -268,8 +266,7 @@ class VBResult:
 def vb_lower_bound(log_Z: np.ndarray, alpha: np.ndarray, M: np.ndarray, factors: Sequence[CholeskyFactor]) -> float:
     r"""The variational lower bound of G&R Appendix C, in the simplified form derived in the book.
 
-    .. math:: \mathcal L = \sum_i\log\mathcal Z_i - \tfrac12\sum_c\boldsymbol\alpha_c^T\boldsymbol\mu^c
-              - \tfrac12\sum_c\log|I + K_c|
+        ℒ = ∑_i log 𝒵_i - ½ ∑_c α_cᵀμ^c - ½ ∑_c log|I + K_c|
 
     with μ^c = K_c α_c (so
     α_cᵀμ^c = (μ^c)ᵀ K_c⁻¹μ^c).
@@ -423,8 +420,8 @@ def vb_probit_binary(
     iteration updates Q(z), whose means shift the posterior means μ_i by p_i (footnote 6), and then
     Q(f), GP regression with unit noise on the shifted means (eq 4.9):
 
-    .. math:: p_i = y_i\frac{\phi(\mu_i)}{\Phi(y_i\mu_i)}, \qquad
-              \boldsymbol\mu \leftarrow K(I + K)^{-1}(\boldsymbol\mu + \mathbf p).
+        p_i = y_i(ϕ(μ_i)/Φ(y_i μ_i)),
+        μ ← K(I + K)⁻¹(μ + p).
 
     I + K is factorised once. The bound (Appendix C with C = 1 and the label probabilities
     Φ(y_i μ_i)) is recorded every iteration; the loop stops when it rises by less than
@@ -500,7 +497,7 @@ def vb_probit_multiclass(
     Every iteration updates Q(z) (eqs 4.3, 4.4: the truncated-Gaussian means,
     Gauss–Hermite over u) and then Q(f) (eq 4.6), for each class c:
 
-    .. math:: \boldsymbol\mu^c \leftarrow K_c(I + K_c)^{-1}(\boldsymbol\mu^c + \mathbf p^c).
+        μ^c ← K_c(I + K_c)⁻¹(μ^c + p^c).
 
     The C regressions are computationally independent; they are coupled only
     through the shifts P, whose row i depends on all C means at point i.
@@ -600,9 +597,9 @@ def latent_from_alpha(mats: Sequence[np.ndarray], alpha: np.ndarray) -> np.ndarr
 def vb_predict_latent(result: VBResult, K_cross: ArrayLike, k_diag: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     r"""Mean and variance of f_∗^c at new inputs x_∗ under Q(f) (G&R §4.5).
 
-    .. math:: \mu_*^c = (\widetilde{\mathbf z}^c)^T(I + K_c)^{-1}\mathbf k_{*c}
-              = \boldsymbol\alpha_c^T\mathbf k_{*c},\qquad
-              \sigma_{*c}^2 = k_{**}^c - \mathbf k_{*c}^T(I + K_c)^{-1}\mathbf k_{*c}.
+        μ_∗^c = (z̃^c)ᵀ(I + K_c)⁻¹k_∗c
+        = α_cᵀk_∗c,
+        σ_∗c² = k_∗∗^c - k_∗cᵀ(I + K_c)⁻¹k_∗c.
 
     Parameters
     ----------

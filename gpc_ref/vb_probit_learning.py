@@ -13,8 +13,8 @@ Two ways, both around the fixed-kernel VB iterations of :mod:`gpc_ref.vb_probit`
   Q(f^c) = N(K_c α_c, K_c(I + K_c)⁻¹) is the gradient of GP regression
   with unit noise on the targets z̃^c:
 
-  .. math:: \frac{\partial\mathcal L}{\partial\theta_j} = \tfrac12\sum_c
-            \operatorname{tr}\Bigl(\bigl(\boldsymbol\alpha_c\boldsymbol\alpha_c^T - (I + K_c)^{-1}\bigr)\,\partial_j K_c\Bigr).
+      (∂ℒ/∂θ_j) = ½ ∑_c
+      tr((α_c α_cᵀ - (I + K_c)⁻¹) ∂_j K_c).
 
   Deterministic, with a gradient to test convergence on, and it can learn the signal variance too.
 
@@ -153,9 +153,8 @@ def importance_sample_precisions(
     ψ̃_d, mean 1/ψ̃_d) and weights each sample
     by the unnormalised Q(φ) over the prior, normalised over the samples:
 
-    .. math:: \widetilde\varphi \approx \sum_s \varphi^s w(\varphi^s),\qquad
-              \log w(\varphi^s) = \sum_c\Bigl[\log N(\boldsymbol\mu^c \mid 0, K_{\varphi^s})
-              - \tfrac12\tr\bigl(K_{\varphi^s}^{-1}\Sigma_c\bigr)\Bigr] + \text{const},
+        φ̃ ≈ ∑_s φ^s w(φ^s),
+        log w(φ^s) = ∑_c[log N(μ^c | 0, K_(φ^s)) - ½ tr(K_(φ^s)⁻¹Σ_c)] + const,
 
     the sum running over the columns c of ``M`` that share this kernel. The trace
     term is the rest of E_(Q(f^c))[log N(f^c|0, K_φ)];

@@ -75,21 +75,9 @@ def test_the_package_docstring_lists_every_module():
             assert re.search(rf":mod:`~?gpc_ref\.{short}`", docstring), f"the package docstring does not list {short}"
 
 
-def _math_blocks_without_a_plain_statement(docstring):
-    """The ``.. math::`` blocks whose preceding paragraph is not plain text (help() shows raw TeX only there)."""
-    lines = docstring.splitlines()
-    bad = []
-    for number, line in enumerate(lines):
-        if line.strip().startswith(".. math::"):
-            before = [text.strip() for text in lines[:number] if text.strip()]
-            if not before or before[-1].startswith("..") or ":math:" in before[-1]:
-                bad.append(line.strip()[:60])
-    return bad
-
-
 def test_the_functions_students_implement_read_plainly_under_help():
-    """The reference of each self-check (what a student reads with help()) has no inline :math: role,
-    and a plain statement before each displayed formula, so that help() reads as text."""
+    """The reference of each self-check (what a student reads with help()) has no TeX: no inline :math: role and
+    no ``.. math::`` block, so that help() reads as text."""
     import gpc_ref.selfcheck as selfcheck
 
     for name in selfcheck.available():
@@ -100,7 +88,7 @@ def test_the_functions_students_implement_read_plainly_under_help():
         )
         docstring = getattr(importlib.import_module(module), name).__doc__
         assert ":math:" not in docstring, f"{module}.{name}: inline :math: roles read as raw TeX under help()"
-        assert not _math_blocks_without_a_plain_statement(docstring), f"{module}.{name}"
+        assert ".. math::" not in docstring, f"{module}.{name}: a .. math:: block reads as raw TeX under help()"
 
 
 #: Modules left out of the check below (none: every module's docstrings read plainly).
@@ -128,10 +116,8 @@ def _public_docstrings(module):
 
 @pytest.mark.parametrize("module", [m for m in modules() if m not in _NOT_YET_PLAIN])
 def test_every_public_docstring_reads_plainly_under_help(module):
-    """No inline :math: role (raw TeX under help()), and a plain statement before each displayed formula;
-    formulas in docstrings are plain Unicode (the package docstring says so), the book typesets them."""
+    """No TeX (no inline :math: role, no ``.. math::`` block: raw TeX under help()); formulas in docstrings are
+    plain Unicode, displayed as indented lines (the package docstring says so), the book typesets them."""
     for where, docstring in _public_docstrings(module):
         assert ":math:" not in docstring, f"{where}: an inline :math: role reads as raw TeX under help()"
-        assert not _math_blocks_without_a_plain_statement(docstring), (
-            f"{where}: a .. math:: block needs a plain sentence before it"
-        )
+        assert ".. math::" not in docstring, f"{where}: a .. math:: block reads as raw TeX under help()"

@@ -451,19 +451,49 @@ def site_marginals(K: ArrayLike, tau: ArrayLike, nu: ArrayLike) -> tuple[np.ndar
 
 
 def site_change(tau_old: np.ndarray, nu_old: np.ndarray, tau: np.ndarray, nu: np.ndarray) -> float:
-    """Step 3 of Algorithm 8.1 (ep-alg-ep): the largest relative change of a site parameter in a sweep,
-    the larger of max_i abs(Δτ̃_i)/(1 + abs(τ̃_i)) and max_i abs(Δν̃_i)/(1 + abs(ν̃_i)) (the fixed-point residual
-    EP stops on)."""
+    """Step 3 of Algorithm 8.1 (ep-alg-ep): the largest relative change of a site parameter in a sweep.
+
+    Parameters
+    ----------
+    tau_old, nu_old, tau, nu : ndarray (n,)
+        The site parameters τ̃, ν̃ before and after the sweep.
+
+    Returns
+    -------
+    float
+        The larger of max_i abs(Δτ̃_i)/(1 + abs(τ̃_i)) and max_i abs(Δν̃_i)/(1 + abs(ν̃_i)), with the old values
+        in the denominators: the fixed-point residual EP stops on.
+    """
     return float(max(np.max(np.abs(tau - tau_old) / (1.0 + np.abs(tau_old))),
                      np.max(np.abs(nu - nu_old) / (1.0 + np.abs(nu_old)))))  # fmt: skip
 
 
-def ep_sweep(K, y, tau, nu, damping, epsilon, latent_noise):
+def ep_sweep(K: np.ndarray, y: np.ndarray, tau: np.ndarray, nu: np.ndarray, damping: float, epsilon: float,
+             latent_noise: float) -> tuple[np.ndarray, np.ndarray, int]:  # fmt: skip
     """Steps 2.1–2.2 of Algorithm 8.1 (ep-alg-ep): one sweep of sequential EP (K&G §3 steps 1–4).
 
     Σ and μ are recomputed from the sites (step 2.2 of the sweep before, done here at its start); then each
-    site i in turn gets its cavity, tilted moments, new parameters and the rank-one update of q. Returns
-    the new (τ̃, ν̃) and the number of sites skipped (no proper cavity, or a non-finite update).
+    site i in turn gets its cavity, tilted moments, new parameters and the rank-one update of q.
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance C.
+    y : ndarray (n,)
+        Labels in {−1, +1}.
+    tau, nu : ndarray (n,)
+        The sites before the sweep.
+    damping : float
+        δ of step 2.1.3.
+    epsilon, latent_noise : float
+        The likelihood's (ε, s) (:func:`site_likelihood`).
+
+    Returns
+    -------
+    tau, nu : ndarray (n,)
+        The sites after the sweep.
+    skipped : int
+        Sites skipped (no proper cavity, or a non-finite update).
     """
     Sigma, mu, _, _ = posterior_from_sites(K, tau, nu, need_R=False)
     # Σ is symmetric, so its Fortran-ordered copy can take BLAS rank-one updates in place
@@ -589,6 +619,20 @@ def ep_core(K: np.ndarray, y: np.ndarray, likelihood: ProbitLikelihood | LabelNo
     function trusts its arguments and does none of that. Both run :func:`ep_sweep` and :func:`site_change`,
     so that on the sequential schedule from zero sites they return the same result
     (``tests/test_ep.py``).
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance C (K&G's latent noise on the diagonal).
+    y : ndarray (n,)
+        Labels in {−1, +1}.
+    likelihood : ProbitLikelihood or LabelNoiseLikelihood
+    damping, tol, max_sweeps
+        δ, the tolerance of step 3 and the most sweeps.
+
+    Returns
+    -------
+    EPResult
 
     References: [KG03] §3; [GPML] Algorithm 3.5.
     """

@@ -388,6 +388,21 @@ def kl_gaussian_core(K: np.ndarray, y: np.ndarray, likelihood: LogisticLikelihoo
     arguments and does none of that. With ``accelerate=False`` and zero sites the two take the same steps
     (``tests/test_kl.py``).
 
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance (jitter included).
+    y : ndarray (n,)
+        Labels in {−1, +1}.
+    likelihood : LogisticLikelihood or ProbitLikelihood
+    tol, max_iter, n_nodes
+        The box's ε, the most steps, and the Gauss–Hermite nodes of the expectations.
+
+    Returns
+    -------
+    KLResult
+        As from :func:`kl_gaussian`, with an empty ``trace``.
+
     References: [OA09]; [KL17] (the natural-gradient step).
     """
     evaluate = partial(_evaluate, K, likelihood, y, n_nodes)

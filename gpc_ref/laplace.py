@@ -133,8 +133,21 @@ def _factor_B(K, sqrt_W):
 def newton_target(K: np.ndarray, L: np.ndarray, W: np.ndarray, f: np.ndarray, grad_log_lik: np.ndarray) -> np.ndarray:
     """Steps 2.2–2.3 of Algorithm 4.1 (lapb-alg-newton): a with K a = (K⁻¹ + W)⁻¹ (W f + ∇log p(y|f)).
 
-    ``L`` is the Cholesky factor of B = I + W½KW½ (step 2.1); the full Newton step goes to f = K a
-    (W&B 1997 eq 7 in the form of GPML Algorithm 3.1, lines 6–7).
+    The full Newton step goes to f = K a (W&B 1997 eq 7 in the form of GPML Algorithm 3.1, lines 6–7).
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance.
+    L : ndarray (n, n)
+        Lower Cholesky factor of B = I + W½KW½ (step 2.1).
+    W, f, grad_log_lik : ndarray (n,)
+        Diagonal of W, the latent values and ∇log p(y|f) (t − π for the logistic) at the current iterate.
+
+    Returns
+    -------
+    ndarray (n,)
+        a = b − W½ L⁻ᵀL⁻¹ W½ K b with b = W f + ∇log p(y|f).
     """
     sqrt_W = np.sqrt(W)
     b = W * f + grad_log_lik  # step 2.2: b = W f + t − π
@@ -153,8 +166,26 @@ class NewtonTests:
     change_psi: float
 
 
-def newton_tests(a, grad_log_lik, psi, psi_old, W, W_old, tol) -> NewtonTests:
-    """Step 2.6 of Algorithm 4.1 (lapb-alg-newton) at the new iterate, with ∇Ψ = ∇log p(y|f) − a (f = K a)."""
+def newton_tests(a: np.ndarray, grad_log_lik: np.ndarray, psi: float, psi_old: float, W: np.ndarray,
+                 W_old: np.ndarray, tol: float) -> NewtonTests:  # fmt: skip
+    """Step 2.6 of Algorithm 4.1 (lapb-alg-newton) at the new iterate, with ∇Ψ = ∇log p(y|f) − a (f = K a).
+
+    Parameters
+    ----------
+    a, grad_log_lik : ndarray (n,)
+        K⁻¹f and ∇log p(y|f) at the new iterate f = K a.
+    psi, psi_old : float
+        Ψ at the new and at the previous iterate.
+    W, W_old : ndarray (n,)
+        The diagonal of W at the new and at the previous iterate.
+    tol : float
+        The box's ε.
+
+    Returns
+    -------
+    NewtonTests
+        Each test's outcome and the sizes it looked at.
+    """
     gradient_norm = float(np.max(np.abs(grad_log_lik - a)))
     scale = np.maximum(W_old, W)  # W&B 1997 §2.3: the mean relative difference of the elements of W
     change_W = float(np.mean(np.divide(np.abs(W - W_old), scale, out=np.zeros(len(W)), where=scale > 0)))
@@ -241,6 +272,22 @@ def laplace_mode_core(K: np.ndarray, y: np.ndarray, likelihood: BinaryLikelihood
     step that would lower Ψ and warns when the tests of step 2.6 are not met; this function trusts its
     arguments (K symmetric positive semi-definite, y in {−1, +1}, a log-concave likelihood) and does none of
     that. Where no step is halved the two return the same mode (``tests/test_laplace_binary.py``).
+
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance (jitter included).
+    y : ndarray (n,)
+        Labels in {−1, +1}.
+    likelihood : BinaryLikelihood
+        ``LogisticLikelihood()`` for W&B's model, or any log-concave likelihood with ``derivatives``.
+    tol, max_iter
+        The box's ε, and the most Newton steps.
+
+    Returns
+    -------
+    LaplaceMode
+        As from :func:`laplace_mode` (``n_halved`` = 0).
 
     References: [WB97] eqs 5–7, 10 and §2.3; [GPML] Algorithm 3.1.
     """

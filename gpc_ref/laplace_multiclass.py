@@ -443,11 +443,24 @@ def softmax_laplace_mode_core(K: np.ndarray, Y: np.ndarray, *, tol: float = 1e-1
                               max_iter: int = 100) -> SoftmaxLaplaceMode:  # fmt: skip
     """Algorithm 6.1 (lapm-alg-mode), step for step: Newton's method for the softmax Laplace mode in O(C n³).
 
-    ``K`` is the (C, n, n) stack of class covariances, ``Y`` the (n, C) one-of-C targets. The plain core of
+    The plain core of
     :func:`softmax_laplace_mode`, which checks the arguments, may start from ``f_init``, stops where step
     after step has to be halved (rounding spoils the Newton direction) and warns when step 3 is not met;
     this function trusts its arguments and does none of that. From f = 0 the two return the same mode
     (``tests/test_laplace_multiclass.py``).
+
+    Parameters
+    ----------
+    K : ndarray (C, n, n)
+        The class covariances.
+    Y : ndarray (n, C)
+        One-of-C targets t.
+    tol, max_iter
+        The box's ε and the most Newton steps.
+
+    Returns
+    -------
+    SoftmaxLaplaceMode
 
     References: [WB98] App. C; [GPML] Algorithm 3.3 and eq 3.44.
     """

@@ -322,10 +322,27 @@ def _check_one_start(alpha_init):
         raise ValueError("give alpha_init or z_init, not both")
 
 
-def vb_binary_update(K: np.ndarray, factor: CholeskyFactor, y: np.ndarray, alpha: np.ndarray):
+def vb_binary_update(K: np.ndarray, factor: CholeskyFactor, y: np.ndarray,
+                     alpha: np.ndarray) -> tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:  # fmt: skip
     """Steps 2.1–2.3 of Algorithm 9.1 (vbp-alg-binary) at α (μ = K α): Q(z), the bound, Q(f).
 
-    ``factor`` is that of I + K (step 1). Returns the bound, the next α and (μ, z̃, log Φ(y_i μ_i)).
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance.
+    factor : CholeskyFactor
+        The factor of I + K (step 1).
+    y, alpha : ndarray (n,)
+        Labels in {−1, +1} and the current α.
+
+    Returns
+    -------
+    bound : float
+        The bound ℒ at α.
+    alpha_next : ndarray (n,)
+        α' = (I + K)⁻¹ z̃.
+    state : tuple
+        (μ, z̃, log Φ(y_i μ_i)) at α.
     """
     mu = K @ alpha
     log_Z = log_ndtr(y * mu)  # Z_i = Φ(y_i μ_i)
@@ -335,11 +352,29 @@ def vb_binary_update(K: np.ndarray, factor: CholeskyFactor, y: np.ndarray, alpha
 
 
 def vb_multiclass_update(mats: Sequence[np.ndarray], factors: Sequence[CholeskyFactor],
-                         likelihood: MultinomialProbitLikelihood, t: np.ndarray, alpha: np.ndarray):  # fmt: skip
+                         likelihood: MultinomialProbitLikelihood, t: np.ndarray,
+                         alpha: np.ndarray) -> tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:  # fmt: skip
     """Steps 2.1–2.3 of Algorithm 9.2 (vbp-alg-multiclass) at α (μ^c = K_c α_c): Q(z), the bound, Q(f).
 
-    ``mats`` holds K_c and ``factors`` those of I + K_c (step 1), ``t`` the class codes. Returns the bound,
-    the next α and (M, Z̃, log Z) with M the n × C latent means.
+    Parameters
+    ----------
+    mats, factors : sequence
+        The K_c and the factors of I + K_c (step 1), one per class (or one shared).
+    likelihood : MultinomialProbitLikelihood
+        Its ``cone_mean_shift`` gives the shifts p of step 2.1.
+    t : ndarray (n,)
+        Class codes 0, …, C − 1.
+    alpha : ndarray (n, C)
+        The current α.
+
+    Returns
+    -------
+    bound : float
+        The bound ℒ at α.
+    alpha_next : ndarray (n, C)
+        α_c' = (I + K_c)⁻¹ z̃^c.
+    state : tuple
+        (M, Z̃, log Z) at α, M the n × C latent means.
     """
     M = latent_from_alpha(mats, alpha)
     P, log_Z = likelihood.cone_mean_shift(t, M)  # step 2.1: z̃_i = μ_i + p_i (eqs 4.3, 4.4)
@@ -363,6 +398,19 @@ def vb_probit_binary_core(K: np.ndarray, y: np.ndarray, *, tol: float = 1e-9, ma
     arguments (K positive semi-definite, y in {−1, +1}) and does none of that. Unaccelerated from α = 0 the
     two return the same result (``tests/test_vb_probit.py``).
 
+    Parameters
+    ----------
+    K : ndarray (n, n)
+        Prior covariance.
+    y : ndarray (n,)
+        Labels in {−1, +1}.
+    tol, max_iter
+        The box's ε and the most iterations.
+
+    Returns
+    -------
+    VBResult
+
     References: [GR06] eq 4.9, footnote 6 and Appendix C.
     """
     factor = cholesky(np.eye(len(y)) + K, name="I + K")  # step 1: I + K = L Lᵀ, once
@@ -383,9 +431,23 @@ def vb_probit_multiclass_core(K: np.ndarray, t: np.ndarray, n_classes: int, *, t
                               max_iter: int = 1000) -> VBResult:  # fmt: skip
     """Algorithm 9.2 (vbp-alg-multiclass), step for step: variational Bayes multinomial probit (G&R §4).
 
-    ``K`` is one (n, n) kernel shared by the classes or a stack (C, n, n); ``t`` the class codes 0, …, C − 1.
     The plain core of :func:`vb_probit_multiclass` (which adds what :func:`vb_probit_binary_core` lists for
     the binary case, and a choice of likelihood quadrature); unaccelerated from α = 0 the two agree.
+
+    Parameters
+    ----------
+    K : ndarray (n, n) or (C, n, n)
+        One kernel shared by the classes, or one per class.
+    t : ndarray (n,)
+        Class codes 0, …, C − 1.
+    n_classes : int
+        C.
+    tol, max_iter
+        The box's ε and the most iterations.
+
+    Returns
+    -------
+    VBResult
 
     References: [GR06] eqs 4.3, 4.4, 4.6 and Appendix C.
     """

@@ -218,44 +218,18 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
     sample size (∑ w)²/∑ w² of the weights. The schedule is
     β_t = (t/T)^exponent.
 
-    The start matters more than anything else. From the prior (``start="prior"``, the classical path
-    of [NR08]), at large σ_f the posterior is a near-hard truncation of the prior, the path
-    is long and the slice moves are short: on the book's 50-point toy problem at
-    (ln ℓ, ln σ_f) = (-3, 4) 1000 temperatures and 32 chains give log weights with a
-    standard deviation of 4.0 (0.42 with the defaults below) and estimates off by up to 1.3 nats.
-    ``start="auto"`` starts from a Gaussian close to the posterior: EP's for the probit and label-noise
-    likelihoods, EP's of the probit model Φ(√(π/8) f) for the logistic one (EP [Minka01],
-    :func:`gpc_ref.ep.expectation_propagation`), the softmax Laplace approximation (W&B 1998) for the
-    softmax (and, for softmax(1.2 f), for the multinomial probit). That Gaussian is only the proposal: the estimate stays unbiased whatever it is,
-    and a poor one shows as spread weights (a small effective sample size and a large standard error),
-    not as a bias.
+    The start matters: from the prior (``start="prior"``, the classical path of [NR08]) at a large σ_f the
+    path is long and the slice moves short. ``start="auto"`` starts from a Gaussian close to the posterior:
+    EP's for the probit and label-noise likelihoods (EP of Φ(√(π/8) f) for the logistic), the softmax Laplace
+    approximation for the softmax and, for softmax(1.2 f), the multinomial probit. That Gaussian is only the
+    proposal: the estimate stays unbiased whatever it is, and a poor one shows as spread weights (a small
+    effective sample size, a large standard error), not as a bias; read the effective sample size.
 
-    The defaults (T = 2000, S = 256, exponent 2, one transition per temperature, the Gaussian start)
-    are the schedule validated in ``reproduce/ais_validation.py`` (stored in
-    ``book/results/ais_validation.json``, re-read by ``tests/test_ais.py``): over ten independent runs
-    at six points of the 50-point toy grid of the binary comparison, (ln ℓ, ln σ_f) =
-    (−3, 4), (−2, 4), (−2, 2), (0, 3), (−3, 0) and (1, 4), the mean probit estimate lies within 0.005 nats
-    of the exact orthant value (the criterion: 0.05 nats and two reported standard errors), the reported
-    standard error matches the spread of the runs (ratio 0.80–1.28; the criterion 0.5–2), and Kish's
-    effective sample size is 207–256 of the 256 chains. The standard error of one call is then
-    0.001–0.03 nats, largest at short ℓ and large σ_f. (The old schedule, from
-    the prior with T = 1000, 32 chains and exponent 4, was off by up to 1.3 nats in single runs at
-    (−3, 4), with an effective sample size of 2.) At n = 151, the largest size the book uses,
-    ``reproduce/binary_grid_ais_check.py`` (``book/results/binary_grid_ais_check.json``, re-read by
-    ``tests/test_binary_grids.py``) runs the same criteria on biopsy at (2, 2) and (1.5, 3.5), ten runs each:
-    mean errors −0.0018 and −0.0033 nats, standard error over spread 1.46 and 0.89, effective sample size
-    255 and 239 of 256. Cost, with one BLAS thread on one core of a 2-core machine: 3–18 s per call at
-    n = 50 (the stored validation's measured seconds; up to 38 s when the machine was more loaded) and
-    11–18 s at n = 151 with one other job running (31–63 s on a busier machine). Per temperature a call draws S Gaussian vectors (S·N² flops,
-    N the number of latent values) and evaluates the likelihood S · (2 to 10) times in the slice shrinkage.
-
-    Multi-class calls cost C times more per draw, and the multinomial probit's quadrature about five
-    times more per evaluation. ``reproduce/multiclass_gold.py`` (``book/results/multiclass_gold.json``)
-    checks the defaults against brute-force Monte Carlo (softmax) and the orthant probability
-    (multinomial probit) on three points and three classes, and on the three-class toy (n = 30) runs
-    T = 1000, S = 128 over a 3 × 3 grid at 4–10 s per call: the softmax Laplace start serves well except
-    at short ℓ and large σ_f ((−1, 2): effective sample size 26 of 128, standard
-    error 0.18 nats, spread of three runs 0.30), where T must be raised; read the effective sample size.
+    The defaults (T = 2000, S = 256, exponent 2, one transition per temperature, the Gaussian start) are the
+    schedule validated where the book uses it: ``reproduce/ais_validation.py`` (n = 50),
+    ``reproduce/binary_grid_ais_check.py`` (n = 151) and ``reproduce/multiclass_gold.py`` (three classes),
+    whose stored results in ``book/results/`` the tests and the Comparison chapters re-read, with the errors,
+    standard errors and costs measured there.
 
     Parameters
     ----------

@@ -89,6 +89,7 @@ __all__ = [
     "training_log_predictive",
     "class_frequency_log_predictive",
     "ivm_adf",
+    "ivm_core",
     "ivm_fit",
     "ivm_predict",
     "adf_include",
@@ -383,6 +384,75 @@ def entropy_reduction(var: ArrayLike) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the algorithm
+def _choose_point(step, selection, t, mean, var_by_class, included, random_order, likelihood, screen):
+    """Step 2.1 of Algorithm 11.1 (ivm-alg): the point to include, and log P(c_i | μ_i, s_i) of its own class.
+
+    The first point is drawn at random (at the prior every score ties: G&R's "random starts", Fig. 5).
+    """
+    if step == 0 or selection == "random":
+        n = int(random_order[step]) if selection == "random" else int(random_order[0])
+        return n, target_log_probability(t[[n]], mean[[n]], var_by_class[[n]], likelihood)[0]
+    if selection == "predictive":
+        # G&R (2006) §5: include the point i with the smallest P(c_i | μ_i, s_i) (eq 5.5)
+        return select_predictive(t, mean, var_by_class, np.flatnonzero(~included), likelihood, screen)
+    # Lawrence et al. (2003): include the point whose inclusion reduces the entropy most
+    candidates = np.flatnonzero(~included)
+    n = int(candidates[np.argmax(entropy_reduction(var_by_class[candidates]))])
+    return n, target_log_probability(t[[n]], mean[[n]], var_by_class[[n]], likelihood)[0]
+
+
+def ivm_core(K: np.ndarray, t: np.ndarray, n_classes: int, *, n_active: int, selection: str = "predictive",
+             rng: np.random.Generator | int = 0) -> IVMFit:  # fmt: skip
+    """Algorithm 11.1 (ivm-alg), step for step: one sweep of the multi-class IVM (G&R §5).
+
+    The plain core of :func:`ivm_adf`, which checks the arguments, never forms a covariance matrix (it reads
+    the kernel one column at a time), can score candidates by a cheap bound first (``screen``), can use fixed
+    targets, and shows progress; this function takes the covariances whole and does none of that. With the
+    same ``rng`` the two include the same points and return the same posterior (``tests/test_ivm.py``).
+
+    Parameters
+    ----------
+    K : ndarray (n, n) or (G, n, n)
+        One covariance shared by the classes, or one per class (jitter included).
+    t : ndarray (n,) of int
+        Class codes 0, …, C − 1.
+    n_classes : int
+        C.
+    n_active, selection, rng
+        S, the selection rule ("predictive", "entropy" or "random") and the randomness of the first point.
+
+    Returns
+    -------
+    IVMFit
+
+    References: [GR06] §5, eqs 5.1–5.5.
+    """
+    K = K[None] if K.ndim == 2 else K
+    n_kernels, n_points = K.shape[0], K.shape[1]
+    kernel_of_class = np.zeros(n_classes, dtype=int) if n_kernels == 1 else np.arange(n_classes)
+    likelihood, rng = MultinomialProbitLikelihood(), check_rng(rng)
+    # step 1: M_c empty, μ^c = 0, s_c = diag K_c
+    M, var = np.zeros((n_kernels, n_active, n_points)), np.array([np.diag(K_g) for K_g in K])
+    mean, included = np.zeros((n_points, n_classes)), np.zeros(n_points, dtype=bool)
+    active_set, site_targets, log_target_prob, entropy_gain = [], [], [], []
+    random_order = rng.permutation(n_points)
+    for step in range(n_active):  # step 2
+        var_by_class = var[kernel_of_class].T
+        n, log_p = _choose_point(step, selection, t, mean, var_by_class, included, random_order, likelihood,
+                                 False)  # step 2.1  # fmt: skip
+        entropy_gain.append(entropy_reduction(var_by_class[[n]])[0])
+        shift = likelihood.cone_mean_shift(t[[n]], mean[[n]])[0][0]  # step 2.2: p_i (eqs 4.3–4.4)
+        site_targets.append(mean[n] + shift)  # z̃_i = μ_i + p_i
+        adf_include(M, var, mean, K[:, :, n], shift, step, n, kernel_of_class)  # step 2.3: eqs 5.1–5.4
+        included[n] = True  # step 2.4
+        active_set.append(n)
+        log_target_prob.append(log_p)
+    return IVMFit(active_set=np.array(active_set), targets=np.array(site_targets), mean=mean,
+                  var=var[kernel_of_class].T.copy(), M=M, kernel_of_class=kernel_of_class,
+                  log_target_probability=np.array(log_target_prob), entropy_reduction=np.array(entropy_gain),
+                  selection=selection)  # fmt: skip
+
+
 def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: ArrayLike, *, n_active: int,
             selection: str = "predictive", rng: np.random.Generator | int = 0, n_classes: int | None = None,
             likelihood: MultinomialProbitLikelihood | None = None, screen: bool = False,
@@ -479,19 +549,9 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
 
     for step in with_progress(range(n_active), progress, f"IVM ({selection})"):
         var_by_class = var[kernel_of_class].T  # (n, C): s_c of every class, column c from kernel g(c)
-        if step == 0 or selection == "random":
-            n = int(random_order[step]) if selection == "random" else int(random_order[0])
-            log_target_prob[step] = target_log_probability(t[[n]], mean[[n]], var_by_class[[n]], likelihood)[0]
-        elif selection == "predictive":
-            # G&R (2006) §5: include the point i with the smallest P(c_i | μ_i, s_i) (eq 5.5)
-            n, log_target_prob[step] = select_predictive(
-                t, mean, var_by_class, np.flatnonzero(~included), likelihood, screen
-            )
-        else:
-            # Lawrence et al. (2003): include the point whose inclusion reduces the entropy most
-            candidates = np.flatnonzero(~included)
-            n = int(candidates[np.argmax(entropy_reduction(var_by_class[candidates]))])
-            log_target_prob[step] = target_log_probability(t[[n]], mean[[n]], var_by_class[[n]], likelihood)[0]
+        # Algorithm 11.1 step 2.1
+        n, log_target_prob[step] = _choose_point(step, selection, t, mean, var_by_class, included, random_order,
+                                                 likelihood, screen)  # fmt: skip
         # the chosen point's entropy reduction (recorded for every rule)
         entropy_gain[step] = entropy_reduction(var_by_class[[n]])[0]
 

@@ -11,6 +11,7 @@ from gpc_ref.ivm import adf_include
 from gpc_ref.ivm import class_frequency_log_predictive
 from gpc_ref.ivm import entropy_reduction
 from gpc_ref.ivm import ivm_adf
+from gpc_ref.ivm import ivm_core
 from gpc_ref.ivm import ivm_fit
 from gpc_ref.ivm import ivm_predict
 from gpc_ref.ivm import median_distance_kernel
@@ -458,3 +459,34 @@ def test_class_frequency_log_predictive_by_hand():
     assert class_frequency_log_predictive(np.array([0, 1, 2, 3])) == pytest.approx(np.log(0.25))
     # an unseen class does not change the score
     assert class_frequency_log_predictive(t, n_classes=5) == pytest.approx(expected)
+
+
+# ------------------------------------------------------------------ the plain core (Algorithm 11.1) and the driver
+@pytest.mark.parametrize("selection", ["predictive", "entropy", "random"])
+def test_core_and_driver_include_the_same_points(selection):
+    """ivm_adf runs the core's point choice (step 2.1), shift (2.2) and inclusion (2.3), reading the kernel a
+    column at a time: with the same rng both include the same points and return the same posterior."""
+    rng = np.random.default_rng(11)
+    X, t = make_three_class_toy(rng, 60, n_features=2)
+    Ks = np.stack([SEKernel(variance=v, lengthscale=0.5).K(X) for v in (1.0, 2.0, 4.0)])
+    core = ivm_core(Ks, t, 3, n_active=25, selection=selection, rng=3)
+    driver = ivm_adf(lambda i: Ks[:, :, i], np.array([np.diag(K) for K in Ks]), t, n_active=25,
+                     selection=selection, rng=3)  # fmt: skip
+    np.testing.assert_array_equal(core.active_set, driver.active_set)
+    np.testing.assert_allclose(core.mean, driver.mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(core.var, driver.var, rtol=0, atol=1e-12)
+
+
+def test_driver_refuses_a_bad_kernel_column_that_the_core_would_use():
+    """The core trusts its covariance; the driver checks every column it reads and refuses the first bad one."""
+    rng = np.random.default_rng(12)
+    X, t = make_three_class_toy(rng, 30, n_features=2)
+    K = SEKernel(variance=1.0, lengthscale=0.5).K(X)
+    K_bad = K.copy()
+    K_bad[:, 7] = np.nan
+    K_bad[7, :] = np.nan
+    with np.errstate(invalid="ignore"):
+        core = ivm_core(K_bad, t, 3, n_active=30, selection="random", rng=0)
+    assert not np.all(np.isfinite(core.mean))
+    with pytest.raises(ValueError, match=r"kernel_column\(\d+\) must return a finite array"):
+        ivm_adf(lambda i: K_bad[:, i][None, :], np.diag(K)[None, :], t, n_active=30, selection="random", rng=0)

@@ -31,6 +31,7 @@ References
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -60,7 +61,7 @@ from .validation import check_covariance_stack
 from .validation import check_positive_int
 from .validation import check_rng
 
-__all__ = ["AISEstimate", "ais_log_evidence", "MULTICLASS_LIKELIHOODS"]
+__all__ = ["AISEstimate", "ais_log_evidence", "ais_core", "ais_step", "MULTICLASS_LIKELIHOODS"]
 
 MULTICLASS_LIKELIHOODS = (SoftmaxLikelihood, MultinomialProbitLikelihood)
 
@@ -81,7 +82,8 @@ class AISEstimate(EvidenceEstimate):
     Attributes
     ----------
     start : str
-        The Gaussian the annealing started from: ``"ep"``, ``"laplace"`` or ``"prior"``.
+        The Gaussian the annealing started from: ``"ep"``, ``"laplace"`` or ``"prior"`` (``"given"`` from
+        :func:`ais_core`, which is handed the Gaussian).
     log_start_normaliser : float
         log Z_q (0 for the prior); the estimate is log Z_q + log w̄.
     n_temperatures : int
@@ -199,6 +201,87 @@ def _softmax_sites(K_classes, codes, scale):
 
 
 @limited_blas_threads
+def ais_step(F: np.ndarray, g: np.ndarray, log_w: np.ndarray, beta_old: float, beta: float,
+             g_of: Callable[[np.ndarray], np.ndarray], mean: np.ndarray, L: np.ndarray, rng: np.random.Generator, *,
+             n_steps: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """Steps 2.1–2.2 of Algorithm 14.1 (cmp-alg-ais): the chains' weights grow to temperature β, then move.
+
+    Parameters
+    ----------
+    F : ndarray (S, N)
+        The chains' states; ``g`` their g(f) = log L(f) − log t̃(f), ``log_w`` their log weights.
+    g, log_w : ndarray (S,)
+    beta_old, beta : float
+        β_(t−1) and β_t.
+    g_of : callable
+        f ↦ g(f) for a stack of states.
+    mean, L : ndarray
+        The Gaussian q = N(mean, L Lᵀ) whose ellipses the slice moves follow.
+    rng : numpy.random.Generator
+    n_steps : int
+        Elliptical slice transitions at β (the box has one).
+
+    Returns
+    -------
+    F, g, log_w : ndarray
+        After the move.
+    """
+    log_w = log_w + (beta - beta_old) * g  # step 2.1: [Neal01] eq 3, w ← w · exp((β_t − β_(t−1)) g(f))
+    for _ in range(n_steps):
+        # step 2.2: one elliptical slice transition leaving π_t ∝ q exp(β_t g) invariant; it works on β g
+        F, tempered = _slice_chains(F, beta * g, mean, L, lambda G: beta * g_of(G), rng)
+        g = tempered / beta  # keep the untempered g for the weights
+    return F, g, log_w
+
+
+def _weights_summary(log_w):
+    """Step 3 of Algorithm 14.1: log w̄, the delta-method standard error of log w̄ and Kish's effective sample size."""
+    log_mean = logsumexp(log_w) - np.log(len(log_w))
+    w = np.exp(log_w - log_mean)
+    return log_mean, float(np.std(w, ddof=1) / np.sqrt(len(log_w))), float(np.sum(w) ** 2 / np.sum(w**2))
+
+
+def ais_core(log_likelihood: Callable[[np.ndarray], np.ndarray], log_sites: Callable[[np.ndarray], np.ndarray],
+             mean: np.ndarray, L: np.ndarray, log_normaliser: float, *, n_temperatures: int, n_chains: int,
+             exponent: float, rng: np.random.Generator) -> AISEstimate:  # fmt: skip
+    """Algorithm 14.1 (cmp-alg-ais), step for step: annealed importance sampling from a Gaussian start.
+
+    The start q = N(mean, L Lᵀ) ∝ p(f) t̃(f) has normaliser Z_q (``log_normaliser``) and sites ``log_sites``
+    (log t̃, zero for the prior). The plain core of :func:`ais_log_evidence`, which checks the arguments, builds
+    the start (EP, softmax Laplace or the prior), can make several transitions per temperature, shows progress
+    and warns when the effective sample size is small; with one transition the two make the same draws and
+    return the same estimate (``tests/test_ais.py``).
+
+    Parameters
+    ----------
+    log_likelihood, log_sites : callable
+        f ↦ log p(y | f) and f ↦ log t̃(f), for a stack of states (S, N).
+    mean, L, log_normaliser
+        The start q and log Z_q.
+    n_temperatures, n_chains, exponent, rng
+        T, S, the power γ of the schedule β_t = (t/T)^γ, and the randomness.
+
+    Returns
+    -------
+    AISEstimate
+
+    References: [Neal01]; [Murray10] (the transitions).
+    """
+
+    def g_of(F):
+        return log_likelihood(F) - log_sites(F)  # g = log L − log t̃: π_t ∝ q exp(β_t g)
+
+    betas = (np.arange(n_temperatures + 1) / n_temperatures) ** float(exponent)  # step 1: the schedule
+    F = mean + rng.standard_normal((n_chains, len(mean))) @ L.T  # step 1: S exact draws from π_0 = q
+    g, log_w = g_of(F), np.zeros(n_chains)
+    for t in range(1, n_temperatures + 1):  # step 2
+        F, g, log_w = ais_step(F, g, log_w, betas[t - 1], betas[t], g_of, mean, L, rng)
+    log_mean, std_error, ess = _weights_summary(log_w)  # step 3
+    return AISEstimate(float(log_normaliser + log_mean), std_error, ess, int(n_chains), start="given",
+                       log_start_normaliser=float(log_normaliser), n_temperatures=int(n_temperatures),
+                       log_weights=log_w)  # fmt: skip
+
+
 def ais_log_evidence(K: ArrayLike, y: ArrayLike,
                      likelihood: BinaryLikelihood | LabelNoiseLikelihood | SoftmaxLikelihood | MultinomialProbitLikelihood,
                      *, rng: np.random.Generator | int, n_temperatures: int = 2000, n_chains: int = 256, exponent: float = 2.0, n_steps: int = 1,
@@ -326,22 +409,14 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
     def g_of(F):
         return log_likelihood(F) - log_sites(F)
 
+    # Algorithm 14.1 (cmp-alg-ais) with a progress bar and n_steps transitions per temperature
     betas = (np.arange(n_temperatures + 1) / n_temperatures) ** float(exponent)
     F = mean + rng.standard_normal((n_chains, prior.shape[0])) @ L.T  # exact draws from π_0 = q
     g = g_of(F)
     log_w = np.zeros(n_chains)
     for t in with_progress(range(1, n_temperatures + 1), progress, "AIS"):
-        # [Neal01] eq 3: w ← w · (π_t/π_{t−1})(f) = w · exp((β_t − β_{t−1}) g(f)), then move f under π_t
-        log_w += (betas[t] - betas[t - 1]) * g
-        beta = betas[t]
-        for _ in range(n_steps):
-            # the slice works on β g; keep the untempered g for the weights
-            F, tempered = _slice_chains(F, beta * g, mean, L, lambda G, beta=beta: beta * g_of(G), rng)
-            g = tempered / beta
-    log_mean = logsumexp(log_w) - np.log(n_chains)
-    w = np.exp(log_w - log_mean)
-    std_error = float(np.std(w, ddof=1) / np.sqrt(n_chains))
-    ess = float(np.sum(w) ** 2 / np.sum(w**2))
+        F, g, log_w = ais_step(F, g, log_w, betas[t - 1], betas[t], g_of, mean, L, rng, n_steps=n_steps)
+    log_mean, std_error, ess = _weights_summary(log_w)
     if warn and ess < n_chains / 4:
         warnings.warn(
             f"ais_log_evidence: the importance weights' effective sample size is {ess:.1f} of {n_chains} chains; "

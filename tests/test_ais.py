@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from gpc_ref.ais import AISEstimate
+from gpc_ref.ais import ais_core
 from gpc_ref.ais import ais_log_evidence
 from gpc_ref.datasets import Standardizer
 from gpc_ref.datasets import make_gm_toy_1d
@@ -26,6 +27,7 @@ from gpc_ref.likelihoods import LogisticLikelihood
 from gpc_ref.likelihoods import MultinomialProbitLikelihood
 from gpc_ref.likelihoods import ProbitLikelihood
 from gpc_ref.likelihoods import SoftmaxLikelihood
+from gpc_ref.linalg import cholesky
 from gpc_ref.validation import ConvergenceWarning
 
 RESULTS = pathlib.Path(__file__).resolve().parents[1] / "book" / "results" / "ais_validation.json"
@@ -216,3 +218,39 @@ def test_the_stored_multiclass_gold_standard():
         assert len(row["estimates"]) == grid["n_runs"]
         assert np.isfinite(row["laplace_minus_ais"]) and 0 < row["std_error_of_mean"] < 1
         assert row["mean_ess"] > 0
+
+
+# ------------------------------------------------------------------ the plain core (Algorithm 14.1) and the driver
+def _prior_start_problem(variance):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(12, 2))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    return SEKernel(variance=variance, lengthscale=1.0, jitter=1e-6).K(X), y
+
+
+def test_core_is_the_driver_from_the_prior():
+    """ais_log_evidence runs the core's annealing step and weight summary: from the prior, with one transition
+    per temperature and the same rng, both make the same draws and return the same estimate."""
+    K, y = _prior_start_problem(4.0)
+    likelihood = ProbitLikelihood()
+    driver = ais_log_evidence(K, y, likelihood, rng=3, n_temperatures=200, n_chains=32, start="prior")
+    core = ais_core(lambda F: np.sum(likelihood.log_p(y, F), axis=-1), lambda F: np.zeros(F.shape[0]),
+                    np.zeros(len(y)), cholesky(K).L, 0.0, n_temperatures=200, n_chains=32, exponent=2.0,
+                    rng=np.random.default_rng(3))  # fmt: skip
+    assert core.log_evidence == driver.log_evidence and core.std_error == driver.std_error
+    np.testing.assert_array_equal(core.log_weights, driver.log_weights)
+
+
+def test_the_driver_warns_where_few_chains_carry_the_weight_and_the_core_does_not():
+    """From the prior at a large signal variance and a short schedule the weights collapse onto a few chains:
+    the driver says so (effective sample size below S/4), the core returns the same estimate silently."""
+    K, y = _prior_start_problem(np.exp(8.0))
+    likelihood = ProbitLikelihood()
+    with pytest.warns(ConvergenceWarning, match="effective sample size"):
+        driver = ais_log_evidence(K, y, likelihood, rng=1, n_temperatures=5, n_chains=32, start="prior")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        core = ais_core(lambda F: np.sum(likelihood.log_p(y, F), axis=-1), lambda F: np.zeros(F.shape[0]),
+                        np.zeros(len(y)), cholesky(K).L, 0.0, n_temperatures=5, n_chains=32, exponent=2.0,
+                        rng=np.random.default_rng(1))  # fmt: skip
+    assert core.effective_sample_size == driver.effective_sample_size < 8

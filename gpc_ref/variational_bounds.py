@@ -117,6 +117,7 @@ __all__ = [
     "LowerBoundFit",
     "UpperBoundFit",
     "optimize_lower_bound",
+    "optimize_lower_bound_core",
     "optimize_upper_bound",
     "predict_lower",
     "predict_upper",
@@ -535,6 +536,70 @@ def _fixed_point_nu(K, t, nu, tol, max_iter):
         if change <= tol * (1.0 + np.max(nu)):
             return nu, count, True
     return nu, max_iter, False
+
+
+def optimize_lower_bound_core(kernel: SEKernel, X: np.ndarray, t: np.ndarray, *, nu_update: str = "gradient",
+                              tol: float = 1e-6, max_iter: int = 1000) -> LowerBoundFit:  # fmt: skip
+    """Algorithm 7.1 (vgc-alg-lower), step for step: maximise log Z' by L-BFGS, either route of the box.
+
+    The plain core of :func:`optimize_lower_bound`, which checks the arguments, searches in the package's
+    hyperparameter box with restarts and an optional prior, polishes ν at the end, and warns when a parameter
+    ends on the edge of the box or an inner fixed point fails; this function runs scipy's L-BFGS once from
+    ``kernel`` and does none of that. Both evaluate the box with :func:`lower_bound` and
+    :func:`update_nu`, and on a well-posed problem they reach the same maximum (``tests/test_variational_bounds.py``).
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        The starting kernel θ₀ (every parameter in ``kernel.theta`` is learnt).
+    X : ndarray (n, D)
+        Training inputs.
+    t : ndarray (n,)
+        Labels in {0, 1}.
+    nu_update : {"gradient", "fixed_point"}
+        The box's joint-gradient route (G&M) or its fixed-point route (Jaakkola & Jordan).
+    tol, max_iter
+        L-BFGS's gradient tolerance and iteration limit; ``tol`` is also the fixed point's.
+
+    Returns
+    -------
+    LowerBoundFit
+        With ``optimization=None`` (no package search) and ``converged`` the L-BFGS flag.
+    """
+    n, counter = len(t), {"evaluations": 0}
+    nu = {"current": np.sqrt(kernel.diag(X))}  # the default start ν_n = √K_nn
+
+    def bound_at(theta, nu_value):  # steps 1–4 of an evaluation: K, ∂K, B = LLᵀ, m, diag Σ, log Z', gradients
+        current = kernel.with_theta(theta)
+        counter["evaluations"] += 1
+        return lower_bound(current.K(X), t, nu_value, dK=current.gradients(X))
+
+    if nu_update == "gradient":  # joint gradient (G&M): L-BFGS over (ν, θ)
+
+        def negative(z):
+            bound = bound_at(z[n:], z[:n])
+            return -bound.log_Z, -np.concatenate([bound.grad_nu, bound.grad_theta])
+
+        z0 = np.concatenate([nu["current"], kernel.theta])
+        result = optimize.minimize(
+            negative, z0, jac=True, method="L-BFGS-B", options={"gtol": tol, "maxiter": max_iter}
+        )
+        theta, nu["current"] = result.x[n:], np.abs(result.x[:n])
+    else:  # fixed point (Jaakkola & Jordan): L-BFGS over θ alone
+
+        def negative(theta):
+            K = kernel.with_theta(theta).K(X)
+            nu["current"] = _fixed_point_nu(K, t, nu["current"], tol, max_iter)[0]  # step 1, warm-started
+            bound = bound_at(theta, nu["current"])  # step 2: the envelope theorem (G&M eq 36)
+            return -bound.log_Z, -bound.grad_theta
+
+        result = optimize.minimize(negative, kernel.theta, jac=True, method="L-BFGS-B",
+                                   options={"gtol": tol, "maxiter": max_iter})  # fmt: skip
+        theta = result.x
+    fitted = kernel.with_theta(theta)
+    final = lower_bound(fitted.K(X), t, nu["current"], dK=fitted.gradients(X))
+    return LowerBoundFit(fitted, final, float(final.log_Z), counter["evaluations"], int(result.nit),
+                         bool(result.success), nu_update)  # fmt: skip
 
 
 def optimize_lower_bound(

@@ -22,6 +22,7 @@ from gpc_ref.variational_bounds import log_sigmoid_lower_bound
 from gpc_ref.variational_bounds import log_sigmoid_upper_bound
 from gpc_ref.variational_bounds import lower_bound
 from gpc_ref.variational_bounds import optimize_lower_bound
+from gpc_ref.variational_bounds import optimize_lower_bound_core
 from gpc_ref.variational_bounds import optimize_upper_bound
 from gpc_ref.variational_bounds import predict_lower
 from gpc_ref.variational_bounds import predict_proba_bound
@@ -209,6 +210,41 @@ def test_gradient_and_fixed_point_optimisers_agree(rng):
     assert joint.converged and fixed.converged
     assert joint.bound.log_Z == pytest.approx(fixed.bound.log_Z, abs=1e-5)
     np.testing.assert_allclose(joint.kernel.theta, fixed.kernel.theta, atol=2e-2)
+
+
+def _signal_problem(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 2))
+    t = (X[:, 0] - 0.5 * X[:, 1] + 0.5 * rng.normal(size=40) > 0).astype(float)
+    return X, t, SEKernel(variance=2.0, lengthscale=[0.8, 1.3])
+
+
+@pytest.mark.parametrize("nu_update", ["gradient", "fixed_point"])
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_core_and_driver_reach_the_same_maximum(seed, nu_update):
+    """The core (Algorithm 7.1 with scipy's L-BFGS, once) and optimize_lower_bound (the package's search in its
+    box) evaluate the same bound and reach the same maximum where the maximum is inside the box."""
+    X, t, kernel = _signal_problem(seed)
+    core = optimize_lower_bound_core(kernel, X, t, nu_update=nu_update, tol=1e-8)
+    driver = optimize_lower_bound(kernel, X, t, nu_update=nu_update)
+    assert core.converged and driver.converged and core.optimization is None
+    assert core.bound.log_Z == pytest.approx(driver.bound.log_Z, abs=1e-5)
+    np.testing.assert_allclose(core.kernel.theta, driver.kernel.theta, atol=5e-3)
+
+
+def test_where_an_input_is_switched_off_the_driver_stops_at_the_box_and_says_so():
+    """Here the bound prefers to ignore the second input: its lengthscale runs up a flat direction. The core's
+    L-BFGS stops somewhere on it without a word; the driver stops on the box's edge and names the parameter.
+    The two bounds agree: the direction is flat."""
+    X, t, kernel = _signal_problem(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        core = optimize_lower_bound_core(kernel, X, t, nu_update="fixed_point", tol=1e-8)
+    with pytest.warns(ConvergenceWarning, match=r"log_lengthscale\[1\] at the upper edge"):
+        driver = optimize_lower_bound(kernel, X, t, nu_update="fixed_point")
+    box = theta_box(kernel)
+    assert driver.kernel.theta[2] == pytest.approx(box[2, 1]) and core.kernel.theta[2] > 5.0
+    assert core.bound.log_Z == pytest.approx(driver.bound.log_Z, abs=1e-5)
 
 
 def test_lower_bound_posterior_is_proper_gaussian_at_the_optimum(rng):

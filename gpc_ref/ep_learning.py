@@ -68,6 +68,9 @@ __all__ = [
     "epsilon_from_errors",
     "epsilon_from_expected_errors",
     "em_ep",
+    "em_ep_core",
+    "em_e_step",
+    "em_m_step",
     "maximize_ep_evidence",
 ]
 
@@ -330,6 +333,144 @@ def _projected_norm(gradient, theta, bounds, free):
     return float(np.max(np.abs(g))) if g.size else 0.0
 
 
+def em_e_step(kernel: SEKernel, X: np.ndarray, y: np.ndarray, theta: np.ndarray, epsilon: float,
+              latent_noise: float, tau: np.ndarray | None, nu: np.ndarray | None, bounds: np.ndarray,
+              free: np.ndarray, ep_options: dict, *, reject_jitter: bool = True) -> tuple[EPResult, float]:  # fmt: skip
+    """Steps 1 and 2.3 of Algorithm 8.2 (ep-alg-emep): EP at (θ, ε), warm-started from the sites (τ̃, ν̃), and the
+    largest component of the gradient of log Z_EP over the free log-parameters, projected on the box (step 3).
+
+    Parameters
+    ----------
+    kernel, X, y
+        The kernel (its θ is replaced by ``theta``), inputs and labels in {−1, +1}.
+    theta : ndarray (P,)
+        The log-parameters.
+    epsilon, latent_noise : float
+        K&G's labelling-error rate and latent noise.
+    tau, nu : ndarray (n,) or None
+        The sites to start EP from (None: the prior).
+    bounds, free : ndarray
+        The search box (P, 2) and the mask of learnt parameters.
+    ep_options : dict
+        ``schedule``, ``damping`` and ``tol`` of EP.
+    reject_jitter : bool
+        Raise ``FloatingPointError`` where EP needs jitter (a point EM does not move to).
+
+    Returns
+    -------
+    ep : EPResult
+    norm : float
+        The projected gradient's largest component.
+    """
+    current = kernel.with_theta(theta)
+    ep = _ep_at(current, X, y, epsilon, latent_noise, tau=tau, nu=nu, reject_jitter=reject_jitter, **ep_options)
+    return ep, _projected_norm(ep_evidence_gradient(ep, kernel=current, X=X), theta, bounds, free)
+
+
+def em_m_step(kernel: SEKernel, X: np.ndarray, y: np.ndarray, theta: np.ndarray, ep: EPResult, epsilon: float,
+              bounds: np.ndarray, free: np.ndarray, max_iter: int, learn_epsilon: bool,
+              epsilon_rule: str = "errors") -> tuple[np.ndarray, float, float, int]:  # fmt: skip
+    """Steps 2.1–2.2 of Algorithm 8.2 (ep-alg-emep): a partial maximisation of F_cov over θ with q fixed
+    (K&G eqs 16, 17), then ε from the errors of q's mean (K&G Appendix A).
+
+    Parameters
+    ----------
+    kernel, X, y
+        The kernel, inputs and labels in {−1, +1}.
+    theta : ndarray (P,)
+        The log-parameters the M-step starts from.
+    ep : EPResult
+        q from the last E-step.
+    epsilon : float
+        The current ε.
+    bounds, free : ndarray
+        The search box and the mask of learnt parameters.
+    max_iter : int
+        L-BFGS-B iterations of the partial M-step.
+    learn_epsilon : bool
+        Whether step 2.2 runs.
+    epsilon_rule : {"errors", "expected"}
+        Count the errors of E[g_i] (K&G), or their expectation under q.
+
+    Returns
+    -------
+    theta : ndarray (P,)
+        The M-step's proposal (the start if it gained nothing).
+    epsilon : float
+    gain : float
+        The rise of F_cov.
+    n_evaluations : int
+        Evaluations of F_cov.
+    """
+
+    def f_cov(full):
+        return m_step_objective(full, kernel, X, ep.mu, ep.Sigma)
+
+    start_value = f_cov(theta)[0]
+    search = maximize(f_cov, theta, bounds=bounds, free=free, max_iter=max_iter, warn=False,
+                      description="EM-EP M-step")  # fmt: skip
+    gain = search.value - start_value
+    new_theta = search.theta if gain > 0 else theta
+    if learn_epsilon:
+        if epsilon_rule == "errors":
+            # the classifier's mean at the training inputs: E[g_i] = μ_i − v₂ a_i (no latent noise)
+            jitter = kernel.with_theta(theta).jitter
+            epsilon = min(epsilon_from_errors(y, ep.mu - jitter * ep.a), 0.49)
+        else:
+            epsilon = min(epsilon_from_expected_errors(y, ep.mu, np.diag(ep.Sigma)), 0.49)
+    return new_theta, epsilon, gain, search.n_evaluations
+
+
+def em_ep_core(kernel: SEKernel, X: np.ndarray, y: np.ndarray, *, epsilon: float = 0.0, latent_noise: float = 0.0,
+               learn_epsilon: bool = True, tol: float = 1e-4, max_iter: int = 200, m_step_max_iter: int = 5,
+               ep_options: dict | None = None) -> EMEPResult:  # fmt: skip
+    """Algorithm 8.2 (ep-alg-emep), step for step: EM-EP (K&G §4 and Appendix A), every parameter learnt.
+
+    The plain core of :func:`em_ep`, which checks the arguments, can hold parameters fixed, accelerates EM by
+    SQUAREM, retries and halves a step where EP cannot run, records a history with timings, shows progress and
+    warns when step 3 is not met; this function does none of that. Unaccelerated, where EP runs at every
+    proposal, the two take the same steps (``tests/test_ep.py``).
+
+    Parameters
+    ----------
+    kernel, X, y
+        The starting kernel, inputs and labels in {−1, +1}.
+    epsilon, latent_noise : float
+        K&G's starting labelling-error rate and the latent noise of their step likelihood.
+    learn_epsilon, tol, max_iter, m_step_max_iter
+        Whether step 2.2 runs, the tolerance of step 3, the most E-steps and the M-step's L-BFGS-B iterations.
+    ep_options : dict, optional
+        ``schedule``, ``damping``, ``tol`` of EP (default parallel, 1, 1e-6, as :func:`em_ep`).
+
+    Returns
+    -------
+    EMEPResult
+        With an empty ``history``.
+
+    References: [KG03] §4, eqs 16, 17 and Appendix A.
+    """
+    ep_options = {"schedule": "parallel", "damping": 1.0, "tol": 1e-6} if ep_options is None else ep_options
+    bounds, free = theta_box(kernel), np.ones(len(kernel.theta), dtype=bool)
+    theta = np.clip(kernel.theta, bounds[:, 0], bounds[:, 1])
+    ep, norm = em_e_step(kernel, X, y, theta, epsilon, latent_noise, None, None, bounds, free, ep_options,
+                         reject_jitter=False)  # step 1 (the start is taken as given)  # fmt: skip
+    n_sweeps, n_m_evaluations, n_iter = ep.n_sweeps, 0, 1
+    converged = norm <= tol * max(1.0, abs(ep.log_evidence)) and not learn_epsilon
+    while n_iter < max_iter and not converged:  # step 2
+        theta_new, epsilon_new, _, n_evaluations = em_m_step(kernel, X, y, theta, ep, epsilon, bounds, free,
+                                                             m_step_max_iter, learn_epsilon)  # steps 2.1–2.2  # fmt: skip
+        ep, norm = em_e_step(kernel, X, y, theta_new, epsilon_new, latent_noise, ep.tau, ep.nu, bounds, free,
+                             ep_options)  # step 2.3  # fmt: skip
+        n_iter, n_sweeps, n_m_evaluations = n_iter + 1, n_sweeps + ep.n_sweeps, n_m_evaluations + n_evaluations
+        converged = norm <= tol * max(1.0, abs(ep.log_evidence)) and epsilon_new == epsilon  # step 3
+        theta, epsilon = theta_new, epsilon_new
+    final_kernel = kernel.with_theta(theta)
+    return EMEPResult(kernel=final_kernel, epsilon=float(epsilon), ep=ep, log_evidence=ep.log_evidence,
+                      F=variational_bound(ep, final_kernel, X, y).F, n_iter=n_iter, converged=bool(converged),
+                      gradient_norm=norm, tolerance=tol * max(1.0, abs(ep.log_evidence)), history=np.empty((0, 7)),
+                      n_sweeps=n_sweeps, n_m_evaluations=n_m_evaluations)  # fmt: skip
+
+
 def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
           likelihood: ProbitLikelihood | LabelNoiseLikelihood | None = None, learn_epsilon: bool = True,
           epsilon_rule: str = "errors", fixed: Sequence[str] = (), acceleration: str | None = None,
@@ -432,13 +573,11 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
         """EP at θ, the evidence's projected gradient, and a row of the history. A point where EP needs jitter
         raises FloatingPointError (a proposal EM does not move to), except at the start and at the fallback."""
         next(steps, None)
-        current = kernel.with_theta(theta)
-        ep = _ep_at(current, X, y, epsilon, latent_noise, tau=state["tau"], nu=state["nu"],
-                    reject_jitter=reject_jitter, **ep_options)  # fmt: skip
+        ep, norm = em_e_step(kernel, X, y, theta, epsilon, latent_noise, state["tau"], state["nu"], bounds, mask,
+                             ep_options, reject_jitter=reject_jitter)  # fmt: skip
         state.update(tau=ep.tau, nu=ep.nu, sweeps=state["sweeps"] + ep.n_sweeps)
-        norm = _projected_norm(ep_evidence_gradient(ep, kernel=current, X=X), theta, bounds, mask)
         try:
-            F = variational_bound(ep, current, X, y).F
+            F = variational_bound(ep, kernel.with_theta(theta), X, y).F
         except np.linalg.LinAlgError:  # K is not numerically positive definite there: F is not needed to go on
             F = np.nan
         history.append((ep.log_evidence, F, gain, epsilon, norm, time.perf_counter() - state["start"],
@@ -447,23 +586,9 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
 
     def m_step(theta, ep, epsilon):
         """K&G's M-step: a partial maximisation of F_cov (eqs 16, 17), then ε (Appendix A)."""
-
-        def f_cov(full):
-            return m_step_objective(full, kernel, X, ep.mu, ep.Sigma)
-
-        start_value = f_cov(theta)[0]
-        search = maximize(f_cov, theta, bounds=bounds, free=mask, max_iter=m_step_max_iter, warn=False,
-                          description="EM-EP M-step")  # fmt: skip
-        state["m_evaluations"] += search.n_evaluations
-        gain = search.value - start_value
-        new_theta = search.theta if gain > 0 else theta
-        if learn_epsilon:
-            if epsilon_rule == "errors":
-                # the classifier's mean at the training inputs: E[g_i] = μ_i − v₂ a_i (no latent noise)
-                jitter = kernel.with_theta(theta).jitter
-                epsilon = min(epsilon_from_errors(y, ep.mu - jitter * ep.a), 0.49)
-            else:
-                epsilon = min(epsilon_from_expected_errors(y, ep.mu, np.diag(ep.Sigma)), 0.49)
+        new_theta, epsilon, gain, n_evaluations = em_m_step(kernel, X, y, theta, ep, epsilon, bounds, mask,
+                                                            m_step_max_iter, learn_epsilon, epsilon_rule)  # fmt: skip
+        state["m_evaluations"] += n_evaluations
         return new_theta, epsilon, gain
 
     def e_step_towards(theta_from, theta_to, epsilon_from, epsilon, gain):

@@ -22,6 +22,7 @@ from gpc_ref.ep import site_marginals
 from gpc_ref.ep import tilted_moments
 from gpc_ref.ep_learning import HISTORY_COLUMNS
 from gpc_ref.ep_learning import em_ep
+from gpc_ref.ep_learning import em_ep_core
 from gpc_ref.ep_learning import epsilon_from_errors
 from gpc_ref.ep_learning import epsilon_from_expected_errors
 from gpc_ref.ep_learning import m_step_objective
@@ -545,6 +546,45 @@ def test_em_ep_and_direct_maximisation_agree_and_are_reproducible(rng):
     gradient = ep_evidence_gradient(em.ep, kernel=em.kernel, X=X)
     assert np.max(np.abs(gradient)) <= em.tolerance
     assert em.history.shape[1] == len(HISTORY_COLUMNS) and np.all(np.diff(em.history[:, 5]) >= 0)
+
+
+def test_em_ep_core_is_the_unaccelerated_driver(rng):
+    """em_ep runs the core's E-step and M-step: unaccelerated, where EP runs at every proposal, it takes the
+    core's steps (compared over 40 E-steps of plain EM, which is slow: the path, not an optimum)."""
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=30) > 0, 1.0, -1.0)
+    kernel = SEKernel(variance=2.0, lengthscale=[1.0, 1.5])
+    core = em_ep_core(kernel, X, y, epsilon=0.05, tol=1e-4, max_iter=40)
+    with pytest.warns(ConvergenceWarning, match="did not converge in 40 E-steps"):
+        driver = em_ep(kernel, X, y, likelihood=LabelNoiseLikelihood(0.05, 0.0), tol=1e-4, max_iter=40)
+    assert not core.converged and core.n_iter == driver.n_iter == 40
+    np.testing.assert_allclose(core.kernel.theta, driver.kernel.theta, rtol=0, atol=1e-12)
+    assert core.epsilon == driver.epsilon and core.log_evidence == pytest.approx(driver.log_evidence, abs=1e-12)
+
+
+def test_where_ep_cannot_run_at_a_proposal_the_core_stops_and_the_driver_halves_the_step(rng, monkeypatch):
+    """The core trusts that EP runs wherever the M-step goes and raises where it does not; the driver retries
+    from the prior, halves the step and goes on (the test below this one checks where it then ends)."""
+    import gpc_ref.ep_learning as ep_learning
+
+    X = rng.normal(size=(25, 2))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=25) > 0, 1.0, -1.0)
+    kernel = SEKernel(variance=1.0, lengthscale=1.0)
+    real_ep_at, calls = ep_learning._ep_at, []
+
+    def failing_ep_at(current, *args, **kwargs):
+        calls.append(current.theta.copy())
+        if len(calls) in (2, 3):  # the first proposal, warm and cold
+            raise FloatingPointError("1 cavity distribution(s) have non-positive precision")
+        return real_ep_at(current, *args, **kwargs)
+
+    monkeypatch.setattr(ep_learning, "_ep_at", failing_ep_at)
+    with pytest.raises(FloatingPointError, match="non-positive precision"):
+        em_ep_core(kernel, X, y, learn_epsilon=False, max_iter=50)
+    calls.clear()
+    rescued = em_ep(kernel, X, y, likelihood=ProbitLikelihood(), max_iter=400, acceleration="squarem")
+    assert rescued.converged
+    np.testing.assert_allclose(calls[3], kernel.theta + 0.5 * (calls[1] - kernel.theta))
 
 
 def test_em_ep_halves_a_step_where_ep_cannot_run(rng, monkeypatch):

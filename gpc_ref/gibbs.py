@@ -355,7 +355,8 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
                             n_classes: int | None = None, likelihood: MultinomialProbitLikelihood | None = None,
                             max_rounds: int = 50, trace: bool = True, progress: bool = False,
                             ) -> GibbsSamples:  # fmt: skip
-    r"""The Gibbs sampler of G&R Appendix D for C-class multinomial probit GP classification.
+    r"""The Gibbs sampler of G&R Appendix D for C-class multinomial probit GP classification:
+    Algorithm 10.1 (vbx-alg-gibbs).
 
     At iteration s,
 

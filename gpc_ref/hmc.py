@@ -256,7 +256,7 @@ def hmc_sample(log_prob_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray
                rng: np.random.Generator | int, step_size: float = 0.1, n_leapfrog: int = 20, n_iter: int = 200,
                burn_in: int | None = None, mass: float | ArrayLike = 1.0, progress: bool = False,
                ) -> HMCResult:  # fmt: skip
-    r"""Hybrid Monte Carlo (Duane et al. 1987; Neal 2011 §5.3; W&B 1997 §2.3).
+    r"""Hybrid Monte Carlo (Duane et al. 1987; Neal 2011 §5.3; W&B 1997 §2.3): Algorithm 5.1 (laph-alg-hmc).
 
     Each iteration
 

@@ -417,7 +417,7 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
 
 
 def laplace_evidence_gradient(mode: LaplaceMode, K: np.ndarray, dK: np.ndarray) -> np.ndarray:
-    r"""Exact gradient of the approximate log evidence log q(y | X, θ), given the mode.
+    r"""Exact gradient of the approximate log evidence log q(y | X, θ), given the mode: Algorithm 4.3 (lapb-alg-gradient).
 
     The gradient has an explicit part, at the fixed mode f̂, and an implicit part through the
     mode's dependence on θ_j:
@@ -527,7 +527,7 @@ def laplace_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
 def laplace_predict_latent(
     mode: LaplaceMode, kernel: SEKernel, X: ArrayLike, X_test: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Mean and variance of the Gaussian latent predictive q(f_∗|y) at ``X_test``.
+    r"""Mean and variance of the Gaussian latent predictive q(f_∗|y) at ``X_test``: Algorithm 4.2 (lapb-alg-predict).
 
         μ_∗ = k_∗ᵀ ∇log p(y|f̂) = k_∗ᵀ(t - π̂),
         s_∗² = k_∗∗ - k_∗ᵀ(K + W⁻¹)⁻¹k_∗ = k_∗∗ - vᵀv,

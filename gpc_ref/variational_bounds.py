@@ -806,7 +806,7 @@ def optimize_upper_bound(
     max_iter: int | None = None,
     tol: float = 1e-12,
 ) -> UpperBoundFit:
-    r"""Minimise log Z'' over μ with Θ (hence K) fixed (G&M §IV-C).
+    r"""Minimise log Z'' over μ with Θ (hence K) fixed (G&M §IV-C): Algorithm 7.2 (vgc-alg-upper).
 
     log Z'' is convex in μ (Hessian diag(1/(μ(1−μ))) + diag(s) K diag(s)) and its gradient
     (eq 39) tends to ∓∞ at μ → 0, 1, so the minimum is unique and interior; there

@@ -147,7 +147,7 @@ def importance_sample_precisions(
     n_samples: int = 500,
     include_trace: bool = True,
 ) -> ImportanceStep:
-    r"""Posterior mean of the kernel precisions by importance sampling (G&R eqs 4.5, 4.7).
+    r"""Posterior mean of the kernel precisions by importance sampling (G&R eqs 4.5, 4.7): Algorithm 9.3 (vbp-alg-learn).
 
     Draws φ^s_d ~ Exp(ψ̃_d) (rate
     ψ̃_d, mean 1/ψ̃_d) and weights each sample

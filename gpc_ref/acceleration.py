@@ -38,6 +38,7 @@ import numpy as np
 __all__ = [
     "contraction_rate",
     "fixed_point_converged",
+    "fixed_point_test",
     "FixedPointRun",
     "fixed_point_iteration",
     "squarem",
@@ -103,6 +104,36 @@ def fixed_point_converged(x1: np.ndarray, x2: np.ndarray, merit0: float, merit1:
     return step / (1.0 - rate) <= np.sqrt(tol) * max(1.0, float(np.max(np.abs(x1))))
 
 
+def fixed_point_test(x0: np.ndarray, x1: np.ndarray, x2: np.ndarray, merit0: float, merit1: float, rate: float,
+                     tol: float) -> tuple[bool, float]:  # fmt: skip
+    """One stopping test of a fixed-point iteration x₀ → x₁ → x₂: the contraction rate so far, and convergence.
+
+    The rate of the last two steps (:func:`contraction_rate`) raises the running maximum ``rate`` when it is
+    below one; x₁ has converged when that step contracted and :func:`fixed_point_converged` passes at the
+    running maximum.
+
+    Parameters
+    ----------
+    x0, x1, x2 : ndarray
+        Three successive iterates of the plain map (x₂ = T(x₁)).
+    merit0, merit1 : float
+        The merit at x₀ and at x₁.
+    rate : float
+        The largest contraction rate seen so far (0 at the start).
+    tol : float
+        As in :func:`fixed_point_converged`.
+
+    Returns
+    -------
+    converged : bool
+    rate : float
+        The updated running maximum.
+    """
+    observed = contraction_rate(x0, x1, x2)
+    rate = max(rate, observed) if observed < 1.0 else rate
+    return bool(observed < 1.0 and fixed_point_converged(x1, x2, merit0, merit1, rate, tol)), rate
+
+
 @dataclass(frozen=True)
 class FixedPointRun:
     """Outcome of :func:`fixed_point_iteration` or :func:`squarem`.
@@ -153,9 +184,8 @@ def fixed_point_iteration(step: Callable[[np.ndarray], tuple[float, np.ndarray, 
         merit, x_next, state = step(x)
         merits.append(merit)
         if x_previous is not None:
-            observed = contraction_rate(x_previous, x, x_next)
-            rate = max(rate, observed) if observed < 1.0 else rate
-            if observed < 1.0 and fixed_point_converged(x, x_next, merits[-2], merit, rate, tol):
+            converged, rate = fixed_point_test(x_previous, x, x_next, merits[-2], merit, rate, tol)
+            if converged:
                 return FixedPointRun(x, state, np.array(merits), n_evaluations, True)
         if n_evaluations == max_evaluations:
             break  # stop at x, whose state and merit are the last ones computed
@@ -188,9 +218,8 @@ def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.
     while n_evaluations < max_evaluations:
         merit1, x2, state1 = step(x1)
         n_evaluations += 1
-        observed = contraction_rate(x0, x1, x2)
-        rate = max(rate, observed) if observed < 1.0 else rate
-        if observed < 1.0 and fixed_point_converged(x1, x2, merit0, merit1, rate, tol):
+        converged, rate = fixed_point_test(x0, x1, x2, merit0, merit1, rate, tol)
+        if converged:
             merits.append(merit1)
             return FixedPointRun(x1, state1, np.array(merits), n_evaluations, True)
         r, v = x1 - x0, x2 - 2.0 * x1 + x0

@@ -73,9 +73,8 @@ from scipy.special import log_ndtr
 from scipy.special import logsumexp
 from scipy.special import ndtr
 
-from .acceleration import contraction_rate
-from .acceleration import fixed_point_converged
 from .acceleration import fixed_point_iteration
+from .acceleration import fixed_point_test
 from .acceleration import squarem
 from .errors import ConvergenceWarning
 from .likelihoods import MultinomialProbitLikelihood
@@ -382,14 +381,6 @@ def vb_multiclass_update(mats: Sequence[np.ndarray], factors: Sequence[CholeskyF
     return bound, solve_each(factors, M + P), (M, M + P, log_Z)  # step 2.3: α_c' = (I + K_c)⁻¹ z̃^c (eq 4.6)
 
 
-def _stop_test(alpha_prev, alpha, alpha_next, bound_prev, bound, rho, tol):
-    """Step 2.4 of Algorithms 9.1 and 9.2: the contraction rate ρ so far, and whether α is within tolerance of
-    the fixed point (:func:`gpc_ref.acceleration.fixed_point_converged`)."""
-    r = contraction_rate(alpha_prev, alpha, alpha_next)
-    rho = max(rho, r) if r < 1.0 else rho
-    return r < 1.0 and fixed_point_converged(alpha, alpha_next, bound_prev, bound, rho, tol), rho
-
-
 def vb_probit_binary_core(K: np.ndarray, y: np.ndarray, *, tol: float = 1e-9, max_iter: int = 1000) -> VBResult:
     """Algorithm 9.1 (vbp-alg-binary), step for step: binary variational Bayes probit (G&R §4.4.1, eq 4.9).
 
@@ -419,7 +410,7 @@ def vb_probit_binary_core(K: np.ndarray, y: np.ndarray, *, tol: float = 1e-9, ma
         bound, alpha_next, (mu, z_tilde, log_Z) = vb_binary_update(K, factor, y, alpha)  # steps 2.1–2.3
         bounds.append(bound)
         if alpha_prev is not None:  # step 2.4
-            converged, rho = _stop_test(alpha_prev, alpha, alpha_next, bounds[-2], bound, rho, tol)
+            converged, rho = fixed_point_test(alpha_prev, alpha, alpha_next, bounds[-2], bound, rho, tol)
         if converged or n_iter == max_iter:
             break  # with α, μ, z̃ and the bound of the same iterate
         alpha_prev, alpha = alpha, alpha_next  # step 2.5 (μ = K α at the next step 2.1)
@@ -458,7 +449,7 @@ def vb_probit_multiclass_core(K: np.ndarray, t: np.ndarray, n_classes: int, *, t
         bound, alpha_next, (M, Z_tilde, log_Z) = vb_multiclass_update(mats, factors, likelihood, t, alpha)
         bounds.append(bound)
         if alpha_prev is not None:  # step 2.4
-            converged, rho = _stop_test(alpha_prev, alpha, alpha_next, bounds[-2], bound, rho, tol)
+            converged, rho = fixed_point_test(alpha_prev, alpha, alpha_next, bounds[-2], bound, rho, tol)
         if converged or n_iter == max_iter:
             break
         alpha_prev, alpha = alpha, alpha_next  # step 2.5

@@ -1,8 +1,8 @@
 """Fixed-point iterations: when one has converged, and SQUAREM, the extrapolation that shortens a slow one.
 
 Several methods of the book are fixed-point iterations x ↦ T(x) that raise a merit function at every
-step (G&R's variational Bayes raises its bound; EM raises the evidence). Two things about them live here,
-once:
+step (G&R's variational Bayes raises its bound; EM-EP raises the evidence). What they share lives here,
+once, and each method supplies only its map (``step``: x ↦ (merit(x), T(x), state)):
 
 - :func:`fixed_point_converged`, the stopping test. A small step is not a small error: a map that contracts
   at the rate ρ moves its iterate by ‖x_{k+1} − x_k‖ while the fixed point is still up to
@@ -15,6 +15,9 @@ once:
   direction; x' is kept (after one more step from it) only if the merit is at least that at x₁, otherwise
   s moves halfway towards −1, where x' = x₂ is the plain iteration. The merit never decreases, and the
   iteration stops by the same test as the plain one, so it ends at the plain iteration's fixed point.
+  A method may bring its own stopping test (EM-EP stops on the gradient of its evidence), a projection of the
+  extrapolated point (EM-EP's box), and points where its map cannot be evaluated (merit −∞: EP cannot run
+  there), where an extrapolation is rejected and a plain step halved.
 
 - :func:`anderson_extrapolation`, Anderson's (type II) extrapolation of a fixed-point iteration from its last
   few steps [WN11], for the KL method, whose iteration has no merit-preserving SQUAREM form but whose bound
@@ -42,6 +45,7 @@ __all__ = [
     "FixedPointRun",
     "fixed_point_iteration",
     "squarem",
+    "MAX_HALVINGS",
     "ANDERSON_DEPTH",
     "anderson_extrapolation",
 ]
@@ -149,7 +153,10 @@ class FixedPointRun:
     n_evaluations : int
         Calls of ``step``.
     converged : bool
-        :func:`fixed_point_converged` passed at ``x``.
+        The stopping test passed at ``x``.
+    stalled : bool
+        The map could not be evaluated at its next iterate, nor at any of 20 points halfway back towards ``x``
+        (a merit that is not finite): the iteration stopped at ``x`` (``converged`` is False).
     """
 
     x: np.ndarray
@@ -157,11 +164,29 @@ class FixedPointRun:
     merits: np.ndarray
     n_evaluations: int
     converged: bool
+    stalled: bool = False
+
+
+#: Where the map cannot be evaluated at its next iterate, the step towards it is halved at most this often.
+MAX_HALVINGS = 20
+
+
+def _evaluate_towards(step, x_from, x_to):
+    """``step(x_to)``; where the map cannot be evaluated there (a merit that is not finite), ``x_to`` moves halfway
+    back towards ``x_from`` up to :data:`MAX_HALVINGS` times. Returns the point used (None if none could be
+    evaluated), what ``step`` returned there and the number of calls."""
+    for n_calls in range(1, MAX_HALVINGS + 2):
+        result = step(x_to)
+        if np.isfinite(result[0]) or x_from is None:
+            return x_to, result, n_calls
+        x_to = x_from + 0.5 * (x_to - x_from)
+    return None, None, n_calls
 
 
 def fixed_point_iteration(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.ndarray, *,
-                          max_evaluations: int, tol: float) -> FixedPointRun:  # fmt: skip
-    """The plain iteration x ← T(x) of a map with a merit function, stopped by :func:`fixed_point_converged`.
+                          max_evaluations: int, tol: float | None = None,
+                          stop: Callable[[np.ndarray | None, np.ndarray, Any], bool] | None = None) -> FixedPointRun:  # fmt: skip
+    """The plain iteration x ← T(x) of a map with a merit function, stopped by :func:`fixed_point_test` or ``stop``.
 
     Parameters
     ----------
@@ -172,42 +197,62 @@ def fixed_point_iteration(step: Callable[[np.ndarray], tuple[float, np.ndarray, 
     max_evaluations : int
         Calls of ``step`` at most.
     tol : float
-        As in :func:`fixed_point_converged`.
+        As in :func:`fixed_point_converged` (when ``stop`` is None).
+    stop : callable, optional
+        ``(x_previous, x, state) -> bool``, the method's own test at an iterate x that came from x_previous
+        (None at the start); replaces the fixed-point test.
 
     Returns
     -------
     FixedPointRun
         ``x`` is the last iterate at which ``step`` was evaluated, so that ``state`` and the last merit belong to it.
     """
-    x_previous, x, rate, merits = None, x0, 0.0, []
-    for n_evaluations in range(1, max_evaluations + 1):
-        merit, x_next, state = step(x)
+    x_previous, x, state, rate, merits, n_evaluations = None, x0, None, 0.0, [], 0
+    while True:
+        x_used, result, n_calls = _evaluate_towards(step, x_previous, x)
+        n_evaluations += n_calls
+        if x_used is None:  # the map cannot be evaluated beyond x_previous
+            return FixedPointRun(x_previous, state, np.array(merits), n_evaluations, False, stalled=True)
+        x, (merit, x_next, state) = x_used, result
         merits.append(merit)
-        if x_previous is not None:
+        if stop is not None:
+            converged = stop(x_previous, x, state)
+        elif x_previous is not None:
             converged, rate = fixed_point_test(x_previous, x, x_next, merits[-2], merit, rate, tol)
-            if converged:
-                return FixedPointRun(x, state, np.array(merits), n_evaluations, True)
-        if n_evaluations == max_evaluations:
+        else:
+            converged = False
+        if converged:
+            return FixedPointRun(x, state, np.array(merits), n_evaluations, True)
+        if n_evaluations >= max_evaluations:
             break  # stop at x, whose state and merit are the last ones computed
         x_previous, x = x, x_next
     return FixedPointRun(x, state, np.array(merits), n_evaluations, False)
 
 
 def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.ndarray, *, max_evaluations: int,
-            tol: float) -> FixedPointRun:  # fmt: skip
+            tol: float | None = None, stop: Callable[[np.ndarray | None, np.ndarray, Any], bool] | None = None,
+            project: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+            step_max: float | None = None) -> FixedPointRun:  # fmt: skip
     """SQUAREM [VR08] of a fixed-point map whose merit never decreases, stopped at the plain map's fixed point.
 
     Parameters
     ----------
     step : callable
         ``x -> (merit(x), T(x), state)``: one evaluation of the map, with the merit at x and anything the
-        caller needs to keep about x (returned for the final iterate).
+        caller needs to keep about x (returned for the final iterate). A merit that is not finite marks a
+        point where the map cannot be evaluated: an extrapolation there is rejected, a plain step halved.
     x0 : ndarray
         The start.
     max_evaluations : int
         Calls of ``step`` at most.
-    tol : float
-        As in :func:`fixed_point_converged`.
+    tol, stop
+        The stopping test, as in :func:`fixed_point_iteration`.
+    project : callable, optional
+        ``(x', x₂) -> x''``: maps an extrapolated point x' into the domain of ``step`` (for example, clips it to a
+        box, or keeps at x₂'s value a coordinate that must not be extrapolated).
+    step_max : float, optional
+        Varadhan & Roland's bound on abs(s): it starts at ``step_max`` and grows fourfold each time it binds
+        (their step.max0 and mstep = 4), so that the first extrapolations stay near the plain path. None: no bound.
 
     Returns
     -------
@@ -215,35 +260,56 @@ def squarem(step: Callable[[np.ndarray], tuple[float, np.ndarray, Any]], x0: np.
     """
     merit0, x1, state0 = step(x0)
     merits, n_evaluations, rate = [merit0], 1, 0.0
+    if stop is not None and stop(None, x0, state0):
+        return FixedPointRun(x0, state0, np.array(merits), n_evaluations, True)
     while n_evaluations < max_evaluations:
-        merit1, x2, state1 = step(x1)
-        n_evaluations += 1
-        converged, rate = fixed_point_test(x0, x1, x2, merit0, merit1, rate, tol)
+        x1_used, result1, n_calls = _evaluate_towards(step, x0, x1)  # a plain step, halved where T cannot run
+        n_evaluations += n_calls
+        if x1_used is None:
+            return FixedPointRun(x0, state0, np.array(merits), n_evaluations, False, stalled=True)
+        x1, (merit1, x2, state1) = x1_used, result1
+        if stop is None:
+            converged, rate = fixed_point_test(x0, x1, x2, merit0, merit1, rate, tol)
+        else:
+            converged = stop(x0, x1, state1)
         if converged:
             merits.append(merit1)
             return FixedPointRun(x1, state1, np.array(merits), n_evaluations, True)
         r, v = x1 - x0, x2 - 2.0 * x1 + x0
         norm_v = float(np.sqrt(np.sum(v * v)))
         s = min(-float(np.sqrt(np.sum(r * r))) / norm_v, -1.0) if norm_v > 0.0 else -1.0
+        if step_max is not None and s <= -step_max:
+            s, step_max = -step_max, 4.0 * step_max
         accepted = None
         while s < -1.0 and n_evaluations + 2 <= max_evaluations:
             # the extrapolated point, stabilised by one plain step from it [VR08, §3]
-            _, x_trial, _ = step(x0 - 2.0 * s * r + s * s * v)
-            trial = step(x_trial)
-            n_evaluations += 2
-            if np.isfinite(trial[0]) and trial[0] >= merit1:
-                accepted = (x_trial, trial)
-                break
+            x_extrapolated = x0 - 2.0 * s * r + s * s * v
+            x_extrapolated = x_extrapolated if project is None else project(x_extrapolated, x2)
+            merit_extrapolated, x_trial, _ = step(x_extrapolated)
+            if np.isfinite(merit_extrapolated):
+                trial = step(x_trial)
+                n_evaluations += 2
+                if np.isfinite(trial[0]) and trial[0] >= merit1:
+                    accepted = (x_extrapolated, x_trial, trial)
+                    break
+            else:
+                n_evaluations += 1
             s = 0.5 * (s - 1.0)  # halfway towards −1, where the extrapolation is the plain x₂
         if accepted is None:  # the plain iteration's x₂
             if n_evaluations >= max_evaluations:
                 x0, (merit0, x1, state0) = x1, (merit1, x2, state1)
                 merits.append(merit0)
                 break
-            accepted = (x2, step(x2))
-            n_evaluations += 1
-        x0, (merit0, x1, state0) = accepted
+            x2_used, result2, n_calls = _evaluate_towards(step, x1, x2)
+            n_evaluations += n_calls
+            if x2_used is None:
+                merits.append(merit1)
+                return FixedPointRun(x1, state1, np.array(merits), n_evaluations, False, stalled=True)
+            accepted = (x1, x2_used, result2)
+        x_from, x0, (merit0, x1, state0) = accepted
         merits.append(merit0)
+        if stop is not None and stop(x_from, x0, state0):
+            return FixedPointRun(x0, state0, np.array(merits), n_evaluations, True)
     return FixedPointRun(x0, state0, np.array(merits), n_evaluations, False)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -34,6 +35,9 @@ from scipy.special import expit
 from scipy.special import log_ndtr
 from scipy.special import ndtr
 
+from .acceleration import MAX_HALVINGS
+from .acceleration import fixed_point_iteration
+from .acceleration import squarem
 from .ep import EPResult
 from .ep import ep_epsilon_gradient
 from .ep import ep_evidence_gradient
@@ -69,6 +73,8 @@ __all__ = [
     "epsilon_from_expected_errors",
     "em_ep",
     "em_ep_core",
+    "EMEPMap",
+    "EMEPPoint",
     "em_e_step",
     "em_m_step",
     "maximize_ep_evidence",
@@ -180,7 +186,13 @@ def variational_bound(result: EPResult, kernel: SEKernel, X: ArrayLike, y: Array
     -------
     VariationalBound
     """
-    y = check_binary_labels(y, "y", coding="pm1").astype(float)
+    return _variational_bound(
+        result, kernel, check_matrix(X, "X"), check_binary_labels(y, "y", coding="pm1").astype(float)
+    )
+
+
+def _variational_bound(result, kernel, X, y):
+    """:func:`variational_bound` for checked inputs (X a float matrix, y in {−1, +1})."""
     var = np.diag(result.Sigma)
     F_epsilon = _expected_log_likelihood(y, result.mu, var, result.epsilon, result.latent_noise)
     F_cov, _ = m_step_objective(kernel.theta, kernel, X, result.mu, result.Sigma)
@@ -271,6 +283,9 @@ class EMEPResult:
         Evaluations of the M-step objective.
     acceleration : str or None
         ``"squarem"`` or None.
+    epsilon_cycle : (float, float) or None
+        When EM did not converge because K&G's r/n rule alternated between two values of ε over its last eight
+        E-steps, those two values.
     """
 
     kernel: SEKernel
@@ -286,6 +301,7 @@ class EMEPResult:
     n_sweeps: int
     n_m_evaluations: int
     acceleration: str | None = None
+    epsilon_cycle: tuple[float, float] | None = None
 
 
 def _ep_at(kernel, X, y, epsilon, latent_noise, *, tau, nu, schedule, damping, tol, reject_jitter=True):
@@ -308,6 +324,14 @@ def _ep_at(kernel, X, y, epsilon, latent_noise, *, tau, nu, schedule, damping, t
         except JitterWarning as exc:
             raise FloatingPointError(f"EP needed jitter here, so its evidence is not to be trusted: {exc}") from None
     return result
+
+
+def _epsilon_cycle(history, window=8):
+    """The two values ε alternated between over the last ``window`` E-steps of an EM-EP history, or None."""
+    last = history[-window:, 3]
+    if len(last) == window and len(set(last)) == 2 and np.all(last[1:] != last[:-1]):
+        return float(min(last)), float(max(last))
+    return None
 
 
 def _prepare_learning_inputs(X, y, likelihood, learn_epsilon):
@@ -377,12 +401,8 @@ def em_m_step(kernel: SEKernel, X: np.ndarray, y: np.ndarray, theta: np.ndarray,
     ----------
     kernel, X, y
         The kernel, inputs and labels in {−1, +1}.
-    theta : ndarray (P,)
-        The log-parameters the M-step starts from.
-    ep : EPResult
-        q from the last E-step.
-    epsilon : float
-        The current ε.
+    theta, ep, epsilon : ndarray (P,), EPResult, float
+        The log-parameters the M-step starts from, q from the last E-step, and the current ε.
     bounds, free : ndarray
         The search box and the mask of learnt parameters.
     max_iter : int
@@ -471,88 +491,209 @@ def em_ep_core(kernel: SEKernel, X: np.ndarray, y: np.ndarray, *, epsilon: float
                       n_sweeps=n_sweeps, n_m_evaluations=n_m_evaluations)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class EMEPPoint:
+    """What one evaluation of :class:`EMEPMap` knows about its point: θ, ε, EP there and step 3's gradient norm."""
+
+    theta: np.ndarray
+    epsilon: float
+    ep: EPResult
+    gradient_norm: float
+
+
+class EMEPMap:
+    """Algorithm 8.2 (ep-alg-emep) as a fixed-point map x ↦ T(x) whose merit is log Z_EP, for
+    :func:`~gpc_ref.acceleration.fixed_point_iteration` and :func:`~gpc_ref.acceleration.squarem`.
+
+    x holds the learnt log-parameters and, when it is learnt, ε. One evaluation is the E-step at x (steps 1 and
+    2.3, :func:`em_e_step`) and the M-step from there (steps 2.1–2.2, :func:`em_m_step`), so T(x) is the next point
+    of plain EM and :meth:`converged` is step 3. Where EP cannot run at x (a cavity with negative precision, a
+    covariance that does not factorise, more jitter than requested, no convergence), even started from the prior,
+    the merit is −∞: the iteration then halves a plain step and rejects an extrapolation. The start is taken as
+    given. The map keeps the sites of its last E-step to warm-start the next, a row of :data:`HISTORY_COLUMNS` per
+    E-step, and counts of EP sweeps and M-step evaluations.
+
+    Parameters
+    ----------
+    kernel, X, y
+        The starting kernel, the inputs and the labels in {−1, +1} (checked by :func:`em_ep`).
+    theta, epsilon : ndarray (P,), float
+        The start; the entries of θ that are not learnt keep these values.
+    latent_noise, free, bounds, learn_epsilon, epsilon_rule, m_step_max_iter, tol, ep_options
+        As in :func:`em_e_step`, :func:`em_m_step` and :func:`em_ep`.
+    progress : iterable
+        Advanced once per EP run (a progress bar, or nothing).
+    """
+
+    def __init__(self, kernel: SEKernel, X: np.ndarray, y: np.ndarray, theta: np.ndarray, epsilon: float, *,
+                 latent_noise: float, free: np.ndarray, bounds: np.ndarray, learn_epsilon: bool, epsilon_rule: str,
+                 m_step_max_iter: int, tol: float, ep_options: dict, progress: Iterable = ()) -> None:  # fmt: skip
+        self.kernel, self.X, self.y, self.theta0, self.epsilon0 = kernel, X, y, theta, epsilon
+        self.latent_noise, self.free, self.bounds, self.learn_epsilon = latent_noise, free, bounds, learn_epsilon
+        self.epsilon_rule, self.m_step_max_iter, self.tol, self.ep_options = (
+            epsilon_rule,
+            m_step_max_iter,
+            tol,
+            ep_options,
+        )
+        self.sites, self.history, self.n_sweeps, self.n_m_evaluations = (None, None), [], 0, 0
+        self._progress, self._start = iter(progress), time.perf_counter()
+
+    def pack(self, theta: np.ndarray, epsilon: float) -> np.ndarray:
+        """x from the log-parameters θ and ε.
+
+        Parameters
+        ----------
+        theta : ndarray (P,)
+        epsilon : float
+
+        Returns
+        -------
+        ndarray
+            The learnt entries of θ, then ε if it is learnt.
+        """
+        return np.concatenate([theta[self.free], [epsilon] if self.learn_epsilon else []])
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """θ and ε from x (the parameters held fixed at their start).
+
+        Parameters
+        ----------
+        x : ndarray
+
+        Returns
+        -------
+        theta : ndarray (P,)
+        epsilon : float
+        """
+        theta = self.theta0.copy()
+        theta[self.free] = x[: int(np.sum(self.free))]
+        return theta, float(x[-1]) if self.learn_epsilon else self.epsilon0
+
+    def project(self, x: np.ndarray, x_plain: np.ndarray) -> np.ndarray:
+        """An extrapolated point of SQUAREM made one the map can evaluate: θ clipped to the search box, and ε that of
+        the plain step it replaces (an error count r/n is not extrapolated).
+
+        Parameters
+        ----------
+        x, x_plain : ndarray
+            The extrapolated point and the plain iterate x₂.
+
+        Returns
+        -------
+        ndarray
+        """
+        x = x.copy()
+        n_free = int(np.sum(self.free))
+        x[:n_free] = np.clip(x[:n_free], self.bounds[self.free, 0], self.bounds[self.free, 1])
+        if self.learn_epsilon:
+            x[-1] = x_plain[-1]
+        return x
+
+    def _e_step(self, theta: np.ndarray, epsilon: float) -> tuple[EPResult, float, float] | None:
+        """EP at (θ, ε) warm-started from the last sites, then from the prior; None where it cannot run."""
+        first = not self.history
+        for sites in (self.sites, (None, None)):
+            next(self._progress, None)
+            try:
+                ep, norm = em_e_step(self.kernel, self.X, self.y, theta, epsilon, self.latent_noise, *sites, self.bounds,
+                                     self.free, self.ep_options, reject_jitter=not first)  # fmt: skip
+            except (np.linalg.LinAlgError, FloatingPointError):
+                if first and sites[0] is None:
+                    raise  # EP cannot run at the start
+                continue
+            try:
+                F = _variational_bound(ep, self.kernel.with_theta(theta), self.X, self.y).F
+            except np.linalg.LinAlgError:  # K is not numerically positive definite there
+                F = np.nan
+            if first or (ep.converged and not np.isnan(F)):  # F may be −∞ legitimately (ε = 0 with the step)
+                return ep, norm, F
+        return None
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray, EMEPPoint | None]:
+        """One EM step from x: the E-step at x, then the M-step.
+
+        Parameters
+        ----------
+        x : ndarray
+
+        Returns
+        -------
+        merit : float
+            log Z_EP at x; −∞ where EP cannot run at x.
+        x_next : ndarray
+            T(x), the M-step's proposal (x itself where EP cannot run).
+        point : EMEPPoint or None
+            θ, ε, EP and the gradient norm at x (None where EP cannot run).
+        """
+        theta, epsilon = self.unpack(x)
+        e_step = self._e_step(theta, epsilon)
+        if e_step is None:
+            return -np.inf, x, None
+        ep, norm, F = e_step
+        self.sites, self.n_sweeps = (ep.tau, ep.nu), self.n_sweeps + ep.n_sweeps
+        theta_next, epsilon_next, gain, n_evaluations = em_m_step(self.kernel, self.X, self.y, theta, ep, epsilon,
+                                                                  self.bounds, self.free, self.m_step_max_iter,
+                                                                  self.learn_epsilon, self.epsilon_rule)  # fmt: skip
+        self.n_m_evaluations += n_evaluations
+        self.history.append((ep.log_evidence, F, gain, epsilon, norm, time.perf_counter() - self._start, self.n_sweeps))
+        return ep.log_evidence, self.pack(theta_next, epsilon_next), EMEPPoint(theta, epsilon, ep, norm)
+
+    def converged(self, x_previous: np.ndarray | None, x: np.ndarray, point: EMEPPoint) -> bool:
+        """Step 3 at x, reached from x_previous: the projected gradient within tolerance, and ε unchanged.
+
+        Parameters
+        ----------
+        x_previous : ndarray or None
+            The iterate x came from (None at the start, where ε cannot have been tested).
+        x : ndarray
+        point : EMEPPoint
+            What the evaluation at x returned.
+
+        Returns
+        -------
+        bool
+        """
+        if point.gradient_norm > self.tol * max(1.0, abs(point.ep.log_evidence)):
+            return False
+        return not self.learn_epsilon or (x_previous is not None and x[-1] == x_previous[-1])
+
+
 def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
           likelihood: ProbitLikelihood | LabelNoiseLikelihood | None = None, learn_epsilon: bool = True,
           epsilon_rule: str = "errors", fixed: Sequence[str] = (), acceleration: str | None = None,
           schedule: str = "parallel", max_iter: int = 200, tol: float = 1e-4, m_step_max_iter: int = 5,
           damping: float = 1.0, ep_tol: float = 1e-6, progress: bool = False) -> EMEPResult:  # fmt: skip
-    r"""The EM-EP algorithm (K&G §4, Appendix A), stopped by the gradient of the evidence.
+    """EM-EP, Algorithm 8.2 (ep-alg-emep) with safeguards (K&G §4, Appendix A), stopped by the evidence gradient.
 
-    - **E-step**: EP at the current (Θ_cov, ε) gives
-      q(f) = N(μ, Σ) (K&G eq 11), warm-started from the previous sites.
-    - **M-step**: maximise ℱ_(Θ_cov) (eq 16) over the free log-parameters with
-      q fixed, by :func:`gpc_ref.hyperparameters.maximize` with the gradient of eq 17 (at most
-      ``m_step_max_iter`` L-BFGS-B iterations, a partial M-step; K&G used conjugate gradients); then
-      ε* = r/n (Appendix A; ``epsilon_rule="errors"``) or the exact maximiser of
-      ℱ_ε, the expected error rate (``"expected"``).
-
-    **When to stop.** At a fixed point of EM the gradient of ℱ in Θ_cov is
-    that of log Z_EP (K&G eq 14 = GPML eq 5.27 at q = q_EP), and zero. So after every
-    E-step the gradient of the EP evidence (:func:`~gpc_ref.ep.ep_evidence_gradient`, cheap once EP has
-    run) is projected on the box of the learnt log-parameters, and EM stops when its largest component
-    is at most ``tol × max(1, abs(log Z_EP))`` and ε no longer changes. A small change of the evidence
-    between iterations is *not* enough: EM can creep along a ridge for hundreds of iterations with
-    gains of 1e-5 while the gradient is still large. Otherwise a
-    :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient norm.
-
-    **Where EP cannot run** at the M-step's proposal (a cavity with negative precision, a covariance that does
-    not factorise, or one that factorises only with more jitter than requested, which would change the model),
-    the proposal is retried with EP started from the prior, then the step from the current
-    parameters is halved until EP runs (Θ moves less, F still rises along the M-step's path); if
-    it never does, EM stops at the last point where EP ran and warns (``converged`` is False).
-
-    **Acceleration** (``acceleration="squarem"``, not in the paper): EM's steps shrink where the
-    evidence is flat, and its fixed-point map θ ↦ M(E(θ)) converges linearly.
-    SQUAREM (Varadhan & Roland 2008) takes two EM steps θ_1, θ_2 from θ_0,
-    extrapolates θ' = θ_0 - 2sr + s²v with r = θ_1 - θ_0,
-    v = θ_2 - 2θ_1 + θ_0, s = -‖r‖/‖v‖, and keeps
-    θ' only if log Z_EP there is at least that at θ_1 and EP converged there
-    without jitter (else s moves halfway to -1, where θ' = θ_2). As in
-    Varadhan & Roland's default, abs(s) is capped by a bound that starts at 1 and grows fourfold each time it
-    binds, so the first jumps stay near the EM path. The fixed points, and the stopping rule, are EM's.
+    E-step: EP at (Θ_cov, ε), warm-started. M-step: a few L-BFGS-B iterations on ℱ_(Θ_cov) (K&G eqs 16, 17) with q
+    fixed, then ε* = r/n (``epsilon_rule="errors"``, K&G) or the expected error rate (``"expected"``). EM stops when
+    the largest component of the gradient of log Z_EP over the learnt log-parameters, projected on the box, is at
+    most ``tol``·max(1, abs(log Z_EP)) and ε no longer changes (at a fixed point of EM that gradient is zero); else a
+    ConvergenceWarning names the gradient norm. Beyond :func:`em_ep_core` this function checks its arguments,
+    holds ``fixed`` parameters, records a history and progress, and runs EM as the fixed-point map
+    :class:`EMEPMap`: where EP cannot run at a proposal (or needs jitter, or does not converge) it retries from the
+    prior and halves the step, and ``acceleration="squarem"`` extrapolates EM by
+    :func:`gpc_ref.acceleration.squarem` (same map, same stopping rule, same fixed points).
 
     Parameters
     ----------
-    kernel : SEKernel
-        Starting kernel.
-    X : ndarray (n, D)
-        Training inputs.
-    y : array (n,)
-        Labels in {−1, +1} (or {0, 1}).
+    kernel, X, y
+        Starting kernel; inputs (n, D); labels in {−1, +1} (or {0, 1}).
     likelihood : LabelNoiseLikelihood or ProbitLikelihood, optional
-        ``LabelNoiseLikelihood(0, 0)`` by default (K&G's step); a given ``LabelNoiseLikelihood`` supplies
-        the starting ε; with ``ProbitLikelihood()`` ε stays 0.
-    learn_epsilon : bool
-        Update ε in the M-step.
-    epsilon_rule : {"errors", "expected"}
-        K&G's r/n or the expected error rate under q.
-    fixed : sequence of str
-        Kernel parameter names (``kernel.theta_names``) held at their initial values.
+        K&G's step ``LabelNoiseLikelihood(0, 0)`` by default (its ε is the start); with a probit ε stays 0.
+    learn_epsilon, epsilon_rule, fixed
+        Whether the M-step updates ε, by which rule, and the kernel parameters (names) held at their start.
     acceleration : {None, "squarem"}
         Plain EM (K&G) or SQUAREM-extrapolated EM.
-    schedule : {"parallel", "sequential"}
-        EP's schedule in the E-steps (:func:`~gpc_ref.ep.expectation_propagation`).
-    max_iter : int
-        E-steps at most.
-    tol : float
-        Relative tolerance of the gradient test.
-    m_step_max_iter : int
-        L-BFGS-B iterations per M-step.
-    damping : float
-        EP's starting damping (EP restarts with more damping by itself if it fails).
-    ep_tol : float
-        EP's tolerance in the E-steps (warm-started, so a tight tolerance costs few sweeps).
-    progress : bool
-        Show a progress bar over the E-steps.
+    schedule, damping, ep_tol
+        EP's schedule, starting damping and tolerance in the E-steps.
+    max_iter, tol, m_step_max_iter, progress
+        E-steps at most, the relative tolerance of the gradient test, L-BFGS-B iterations per M-step, a progress bar.
 
     Returns
     -------
     EMEPResult
-
-    References
-    ----------
-    [KG03] §4, Appendix A; [VR08] Varadhan & Roland (2008), *Simple and globally convergent methods
-    for accelerating the convergence of any EM algorithm*, Scand. J. Statistics 35.
     """
     kernel = check_kernel(kernel)
     X, y, likelihood, epsilon, latent_noise, learn_epsilon = _prepare_learning_inputs(X, y, likelihood, learn_epsilon)
@@ -564,123 +705,48 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     # fixed ones are never moved
     bounds = theta_box(kernel)
     theta = np.where(mask, np.clip(kernel.theta, bounds[:, 0], bounds[:, 1]), kernel.theta)
-    ep_options = {"schedule": schedule, "damping": damping, "tol": ep_tol}
-    state = {"tau": None, "nu": None, "sweeps": 0, "m_evaluations": 0, "start": time.perf_counter(), "stuck": False}
-    history, progress_bar = [], with_progress(range(max_iter), progress, "EM-EP")
-    steps = iter(progress_bar)
-
-    def e_step(theta, epsilon, gain, reject_jitter=True):
-        """EP at θ, the evidence's projected gradient, and a row of the history. A point where EP needs jitter
-        raises FloatingPointError (a proposal EM does not move to), except at the start and at the fallback."""
-        next(steps, None)
-        ep, norm = em_e_step(kernel, X, y, theta, epsilon, latent_noise, state["tau"], state["nu"], bounds, mask,
-                             ep_options, reject_jitter=reject_jitter)  # fmt: skip
-        state.update(tau=ep.tau, nu=ep.nu, sweeps=state["sweeps"] + ep.n_sweeps)
-        try:
-            F = variational_bound(ep, kernel.with_theta(theta), X, y).F
-        except np.linalg.LinAlgError:  # K is not numerically positive definite there: F is not needed to go on
-            F = np.nan
-        history.append((ep.log_evidence, F, gain, epsilon, norm, time.perf_counter() - state["start"],
-                        state["sweeps"]))  # fmt: skip
-        return ep, norm
-
-    def m_step(theta, ep, epsilon):
-        """K&G's M-step: a partial maximisation of F_cov (eqs 16, 17), then ε (Appendix A)."""
-        new_theta, epsilon, gain, n_evaluations = em_m_step(kernel, X, y, theta, ep, epsilon, bounds, mask,
-                                                            m_step_max_iter, learn_epsilon, epsilon_rule)  # fmt: skip
-        state["m_evaluations"] += n_evaluations
-        return new_theta, epsilon, gain
-
-    def e_step_towards(theta_from, theta_to, epsilon_from, epsilon, gain):
-        """The E-step at the M-step's proposal ``(theta_to, epsilon)``. Where EP cannot run there (a cavity with
-        negative precision, a covariance that does not factorise: seen with a 50-level discrete input on crabs),
-        the proposal is tried again with EP started from the prior, then the step from ``theta_from`` is halved,
-        up to 20 times. If EP still cannot run, EM stays at ``(theta_from, epsilon_from)``, where EP ran, and
-        stops (``state["stuck"]``). Returns the θ and ε used, EP there and its gradient norm."""
-        saved = state["tau"], state["nu"]
-        for _ in range(20):
-            for warm in (True, False):  # the old sites may not suit a new ε: then EP starts from the prior
-                try:
-                    return (theta_to, epsilon, *e_step(theta_to, epsilon, gain))
-                except (np.linalg.LinAlgError, FloatingPointError):
-                    state["tau"], state["nu"] = saved if not warm else (None, None)
-            state["tau"], state["nu"] = saved
-            theta_to = np.where(mask, theta_from + 0.5 * (theta_to - theta_from), theta_from)
-        state["stuck"] = True
-        return (theta_from, epsilon_from, *e_step(theta_from, epsilon_from, gain, reject_jitter=False))
-
-    def done(norm, log_evidence, epsilon_before, epsilon_now):
-        return norm <= tol * max(1.0, abs(log_evidence)) and epsilon_now == epsilon_before
-
-    ep, norm = e_step(theta, epsilon, np.nan, reject_jitter=False)  # the start is taken as given
-    converged = done(norm, ep.log_evidence, epsilon, epsilon) and not learn_epsilon
-    step_max = 1.0  # SQUAREM's largest |s| (Varadhan & Roland 2008, step.max0 = 1, mstep = 4)
-    while not converged and len(history) < max_iter and not state["stuck"]:
-        theta1, epsilon1, gain1 = m_step(theta, ep, epsilon)
-        theta1, epsilon1, ep1, norm1 = e_step_towards(theta, theta1, epsilon, epsilon1, gain1)
-        if acceleration is None or len(history) >= max_iter or state["stuck"]:
-            converged = done(norm1, ep1.log_evidence, epsilon, epsilon1)
-            theta, epsilon, ep, norm = theta1, epsilon1, ep1, norm1
-            continue
-        # SQUAREM: a second EM step, then an extrapolation along r and v
-        theta2, epsilon2, gain2 = m_step(theta1, ep1, epsilon1)
-        r, v = theta1 - theta, theta2 - 2.0 * theta1 + theta
-        s = -np.sqrt(r @ r) / np.sqrt(v @ v) if v @ v > 0 else -1.0
-        # Varadhan & Roland's step bound: |s| at most step_max, which starts at 1 (plain EM) and grows
-        # fourfold each time the bound binds, so that the first jumps stay near the EM path
-        if s <= -step_max:
-            s, step_max = -step_max, 4.0 * step_max
-        candidate, candidate_ep, candidate_norm = None, None, None
-        while s < -1.0 and len(history) < max_iter - 1:
-            trial = np.where(mask, np.clip(theta - 2.0 * s * r + s * s * v, bounds[:, 0], bounds[:, 1]), theta)
-            saved = state["tau"], state["nu"]
-            try:
-                # e_step raises where EP needs jitter: like a point where EP did not converge, its evidence is
-                # not to be trusted, and accepting it can carry the search far off (seen on 200 biopsies)
-                trial_ep, trial_norm = e_step(trial, epsilon2, np.nan)
-                if not trial_ep.converged:
-                    history.pop()
-                    raise FloatingPointError("EP is not reliable at the extrapolated point")
-            except (np.linalg.LinAlgError, FloatingPointError):  # EP cannot run there: step back
-                state["tau"], state["nu"] = saved
-                s = 0.5 * (s - 1.0)
-                continue
-            # accept an extrapolation that raises the evidence and where K factorises (the M-step needs K⁻¹);
-            # F is NaN where it does not, and may be −∞ legitimately (ε = 0: the step's log is −∞ on one side)
-            if trial_ep.log_evidence >= ep1.log_evidence and not np.isnan(history[-1][1]):
-                candidate, candidate_ep, candidate_norm = trial, trial_ep, trial_norm
-                break
-            state["tau"], state["nu"] = saved  # the next trial (or θ₂) warm-starts from θ₁'s sites
-            s = 0.5 * (s - 1.0)
-        if candidate is None:  # s reached −1: the extrapolation is plain EM's θ₂
-            candidate, epsilon2, candidate_ep, candidate_norm = e_step_towards(
-                theta1, theta2, epsilon1, epsilon2, gain2
-            )
-        converged = done(candidate_norm, candidate_ep.log_evidence, epsilon1, epsilon2)
-        theta, epsilon, ep, norm = candidate, epsilon2, candidate_ep, candidate_norm
-    tolerance = tol * max(1.0, abs(ep.log_evidence))
-    if not converged and state["stuck"]:
+    em_map = EMEPMap(kernel, X, y, theta, epsilon, latent_noise=latent_noise, free=mask, bounds=bounds,
+                     learn_epsilon=learn_epsilon, epsilon_rule=epsilon_rule, m_step_max_iter=m_step_max_iter, tol=tol,
+                     ep_options={"schedule": schedule, "damping": damping, "tol": ep_tol},
+                     progress=with_progress(range(max_iter), progress, "EM-EP"))  # fmt: skip
+    x0 = em_map.pack(theta, epsilon)
+    if acceleration is None:  # K&G's EM
+        run = fixed_point_iteration(em_map, x0, max_evaluations=max_iter, stop=em_map.converged)
+    else:  # the same map, extrapolated; Varadhan & Roland's step bound keeps the first jumps near the EM path
+        run = squarem(em_map, x0, max_evaluations=max_iter, stop=em_map.converged, project=em_map.project,
+                      step_max=1.0)  # fmt: skip
+    point, n_e_steps = run.state, len(em_map.history)
+    epsilon_cycle = _epsilon_cycle(np.array(em_map.history)) if learn_epsilon and not run.converged else None
+    tolerance = tol * max(1.0, abs(point.ep.log_evidence))
+    if run.stalled:
         warnings.warn(
-            f"EM-EP stopped after {len(history)} E-steps: EP cannot run at the M-step's proposal, even with the step "
-            f"halved 20 times and EP started from the prior (the largest projected gradient component is {norm:.3g}, "
-            f"tolerance {tol * max(1.0, abs(ep.log_evidence)):.3g}); the result is the last point where EP ran",
+            f"EM-EP stopped after {n_e_steps} E-steps: EP cannot run at the M-step's proposal, even with the step "
+            f"halved {MAX_HALVINGS} times and EP started from the prior (the largest projected gradient component is "
+            f"{point.gradient_norm:.3g}, tolerance {tolerance:.3g}); the result is the last point where EP ran",
             ConvergenceWarning,
             stacklevel=2,
         )
-    elif not converged:
+    elif not run.converged:
+        cycle = (
+            f"; epsilon alternates between {epsilon_cycle[0]:.4g} and {epsilon_cycle[1]:.4g} in the last E-steps "
+            "(K&G's r/n rule is cycling, so step 3's 'epsilon unchanged' cannot pass)"
+            if epsilon_cycle
+            else ""
+        )
         warnings.warn(
-            f"EM-EP did not converge in {len(history)} E-steps: the largest projected gradient component of the EP "
-            f"evidence is {norm:.3g} (tolerance {tolerance:.3g}); try acceleration='squarem', more iterations, or "
-            "maximize_ep_evidence",
+            f"EM-EP did not converge in {n_e_steps} E-steps: the largest projected gradient component of the EP "
+            f"evidence is {point.gradient_norm:.3g} (tolerance {tolerance:.3g}){cycle}; try acceleration='squarem', "
+            "more iterations, or maximize_ep_evidence",
             ConvergenceWarning,
             stacklevel=2,
         )
-    final_kernel = kernel.with_theta(theta)
-    final_bound = variational_bound(ep, final_kernel, X, y)
-    return EMEPResult(kernel=final_kernel, epsilon=float(epsilon), ep=ep, log_evidence=ep.log_evidence,
-                      F=final_bound.F, n_iter=len(history), converged=bool(converged), gradient_norm=norm,
-                      tolerance=tolerance, history=np.array(history), n_sweeps=state["sweeps"],
-                      n_m_evaluations=state["m_evaluations"], acceleration=acceleration)  # fmt: skip
+    final_kernel = kernel.with_theta(point.theta)
+    return EMEPResult(kernel=final_kernel, epsilon=float(point.epsilon), ep=point.ep, log_evidence=point.ep.log_evidence,
+                      F=_variational_bound(point.ep, final_kernel, X, y).F, n_iter=n_e_steps,
+                      converged=bool(run.converged), gradient_norm=point.gradient_norm, tolerance=tolerance,
+                      history=np.array(em_map.history), n_sweeps=em_map.n_sweeps,
+                      n_m_evaluations=em_map.n_m_evaluations, acceleration=acceleration,
+                      epsilon_cycle=epsilon_cycle)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -732,12 +798,10 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     fixed-point gradients :func:`~gpc_ref.ep.ep_evidence_gradient` and
     :func:`~gpc_ref.ep.ep_epsilon_gradient`; the search is :func:`gpc_ref.hyperparameters.maximize`.
     An evaluation where EP cannot run, or runs only with more jitter than requested on one of its
-    factorisations (the evidence there would be that of another model), raises ``FloatingPointError``,
-    which the maximiser treats as a failed evaluation: the step is rejected and the line search shrinks
-    it (as EM-EP's SQUAREM rejects such extrapolations). A start where that happens is skipped.
-    ε is optimised as η with ε = ½σ(η), so it stays in
-    (0, ½); a starting ε of 0 is replaced by 0.01. The alternative to :func:`em_ep`,
-    compared with it in the EP chapter.
+    factorisations (the evidence there would be that of another model), is a failed evaluation: the
+    maximiser's line search shrinks the step, and a start where that happens is skipped. ε is optimised as η
+    with ε = ½σ(η), so it stays in (0, ½); a starting ε of 0 is replaced by 0.01. The alternative to
+    :func:`em_ep`, compared with it in the EP chapter.
 
     Parameters
     ----------
@@ -751,10 +815,8 @@ def maximize_ep_evidence(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     ep_tol_per_gradient : float
         Farther from the optimum EP stops at this multiple of the previous evaluation's relative gradient
         (largest component over max(1, abs(log Z_EP))), between ``ep_tol`` and 1e-3; 0 runs every evaluation
-        to ``ep_tol``. The gradient's error is a few times EP's site tolerance and log Z_EP's error is
-        second order in it (measured on 400 biopsies), so the default keeps the gradient within a few per
-        cent of itself while saving sweeps; the EP chapter (section "EM-EP against direct maximisation")
-        measures the saving.
+        to ``ep_tol``. The gradient's error is a few times EP's site tolerance, so the default keeps it within a
+        few per cent of itself; the EP chapter (section "EM-EP against direct maximisation") measures the saving.
 
     Returns
     -------

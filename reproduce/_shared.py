@@ -18,10 +18,12 @@ def ep_test_error(fit, X_train, X_test, y_test):
 
 
 def ep_fit_row(prefix, fit, X_train, data):
-    """One fit's entries of a result row: its log Z_EP, ε, test error on ``data`` and convergence, under ``prefix``."""
+    """One fit's entries of a result row: its log Z_EP, ε, test error on ``data``, convergence and the two values of ε
+    it cycled between if it did not converge for that reason, under ``prefix``."""
     return {f"{prefix}_log_evidence": float(fit.log_evidence), f"{prefix}_epsilon": float(fit.epsilon),
             f"{prefix}_error": ep_test_error(fit, X_train, data.X_test, data.y_test),
-            f"{prefix}_converged": bool(fit.converged)}  # fmt: skip
+            f"{prefix}_converged": bool(fit.converged),
+            f"{prefix}_epsilon_cycle": None if fit.epsilon_cycle is None else list(fit.epsilon_cycle)}  # fmt: skip
 
 
 def kernel_at(log_lengthscale, log_sf, jitter=JITTER):

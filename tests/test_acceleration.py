@@ -85,3 +85,73 @@ def test_anderson_extrapolation_solves_a_linear_fixed_point_problem_from_enough_
     candidate = anderson_extrapolation(history, x_last, r_last, 1.0)
     np.testing.assert_allclose(candidate, target, atol=1e-10)
     assert np.max(np.abs(x_last + r_last - target)) > 0.5
+
+
+def _overshooting_map(forbidden_above=None, evaluated=None):
+    """T(x) = x + 1.8 (x* − x), contracting at 0.8 with alternating overshoot, x* = (1, −1); the map cannot be
+    evaluated (merit −∞) where x₀ exceeds ``forbidden_above``."""
+    target = np.array([1.0, -1.0])
+
+    def step(x):
+        if evaluated is not None:
+            evaluated.append(x.copy())
+        if forbidden_above is not None and x[0] > forbidden_above:
+            return -np.inf, x, None
+        return -float(np.sum((x - target) ** 2)), x + 1.8 * (target - x), "state"
+
+    return target, step
+
+
+def test_a_plain_step_where_the_map_cannot_be_evaluated_is_halved_and_the_iteration_goes_on():
+    # from 0 the first step lands at 1.8, beyond the forbidden 1.5: it is halved to 0.9, and the iteration goes on
+    for iterate in (fixed_point_iteration, squarem):
+        evaluated = []
+        target, step = _overshooting_map(forbidden_above=1.5, evaluated=evaluated)
+        run = iterate(step, np.zeros(2), max_evaluations=500, tol=1e-12)
+        assert run.converged and not run.stalled
+        np.testing.assert_allclose(run.x, target, atol=1e-5)
+        np.testing.assert_allclose(evaluated[1], [1.8, -1.8])
+        np.testing.assert_allclose(evaluated[2], [0.9, -0.9])
+
+
+def test_where_the_map_cannot_be_evaluated_anywhere_ahead_the_iteration_says_it_stalled():
+    for iterate in (fixed_point_iteration, squarem):
+        target, step = _overshooting_map(forbidden_above=0.0)
+        run = iterate(step, np.zeros(2), max_evaluations=500, tol=1e-12)
+        assert run.stalled and not run.converged
+        np.testing.assert_array_equal(run.x, np.zeros(2))
+        assert run.state == "state" and run.n_evaluations == 1 + 21  # the start, the step and 20 halvings
+
+
+def test_a_method_s_own_stopping_test_replaces_the_fixed_point_test():
+    target, step = _slow_linear_map(0.99)
+    seen = []
+
+    def stop(x_previous, x, state):
+        seen.append(x_previous is None)
+        return float(np.max(np.abs(x - target))) < 1e-3
+
+    for iterate in (fixed_point_iteration, squarem):
+        seen.clear()
+        run = iterate(step, np.zeros(3), max_evaluations=20000, stop=stop)
+        assert run.converged and np.max(np.abs(run.x - target)) < 1e-3
+        assert seen[0] and not any(seen[1:])  # the start is tested as one that came from nowhere
+
+
+def test_squarem_projects_its_extrapolations_and_bounds_its_first_steps():
+    target, step = _slow_linear_map(0.999)
+    evaluated, projected = [], []
+
+    def recording(x):
+        evaluated.append(x.copy())
+        return step(x)
+
+    def project(x, x_plain):
+        projected.append(x_plain.copy())
+        return np.minimum(x, 0.9)  # x₀ of the fixed point is 1: extrapolations are held below it
+
+    run = squarem(recording, np.zeros(3), max_evaluations=400, tol=1e-10, project=project, step_max=1.0)
+    assert projected  # extrapolations were made, each with the plain iterate it replaces
+    # with step_max = 1 the first iteration is plain: the third evaluation is T(T(x₀))
+    np.testing.assert_allclose(evaluated[2], step(step(np.zeros(3))[1])[1])
+    assert np.all(np.diff(run.merits) >= -1e-12)

@@ -636,7 +636,8 @@ def test_em_ep_stops_and_says_so_where_ep_never_runs_at_the_proposal(rng, monkey
         result = em_ep(kernel, X, y, likelihood=ProbitLikelihood(), tol=1e-6, max_iter=50)
     assert not result.converged and np.isfinite(result.log_evidence)
     np.testing.assert_array_equal(result.kernel.theta, kernel.theta)
-    assert result.n_iter == 2  # the E-step at the start, and the one EM fell back to
+    # one E-step, at the start: the 21 points tried on the way to the proposal never ran, and the start's EP is kept
+    assert result.n_iter == 1 and len(result.history) == 1
 
 
 def test_em_ep_learns_epsilon_by_counting_errors(rng):
@@ -830,3 +831,21 @@ def test_a_point_with_zero_variance_raises_a_clear_error_not_nan(schedule):
     y = np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0])
     with pytest.raises(FloatingPointError):
         expectation_propagation(K, y, schedule=schedule)
+
+
+def test_em_ep_names_a_cycle_of_the_error_count(rng, monkeypatch):
+    """K&G's r/n rule is not the M-step of a bound: it can alternate between two counts for ever, so that step 3's
+    "ε unchanged" never holds. The driver says so, and returns the pair."""
+    import gpc_ref.ep_learning as ep_learning
+
+    X, y = _data(rng, n=20, flip=2)
+    counts = iter([0.1, 0.2] * 50)
+    monkeypatch.setattr(ep_learning, "epsilon_from_errors", lambda y, mean: next(counts))
+    kernel = SEKernel(variance=1.0, lengthscale=2.0)
+    with pytest.warns(ConvergenceWarning, match=r"epsilon alternates between 0.1 and 0.2 in the last E-steps"):
+        result = em_ep(kernel, X, y, likelihood=LabelNoiseLikelihood(0.05, 0.0), max_iter=20)
+    assert not result.converged and result.epsilon_cycle == (0.1, 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        capped = em_ep(kernel, X, y, likelihood=ProbitLikelihood(), max_iter=3)
+    assert capped.epsilon_cycle is None

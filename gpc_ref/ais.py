@@ -289,30 +289,8 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
                      progress: bool = False) -> AISEstimate:  # fmt: skip
     r"""Annealed importance sampling estimate of log p(y) = log ∫ p(y | f)N(f | 0, K)df.
 
-    Neal's AIS [Neal01] moves each of S chains through the distributions
-    π_t(f) ∝ q(f) (L(f)/t̃(f))^(β_t),
-    0 = β_0 < … < β_T = 1, starting from an exact draw of the Gaussian q = π_0
-    (see the module docstring). Before the move to temperature t the chain's log weight grows by
-    (β_t - β_(t-1)) g(f), g = log L - log t̃; the move is ``n_steps``
-    elliptical slice transitions [Murray10] on the ellipses of q, which leave π_t
-    invariant (a Gaussian times a function of f). The mean of the weights is an unbiased
-    estimate of p(y)/Z_q for any Gaussian q; its log plus log Z_q is returned,
-    with the delta-method standard error sd(w)/(√S w̄) and Kish's effective
-    sample size (∑ w)²/∑ w² of the weights. The schedule is
-    β_t = (t/T)^exponent.
-
-    The start matters: from the prior (``start="prior"``, the classical path of [NR08]) at a large σ_f the
-    path is long and the slice moves short. ``start="auto"`` starts from a Gaussian close to the posterior:
-    EP's for the probit and label-noise likelihoods (EP of Φ(√(π/8) f) for the logistic), the softmax Laplace
-    approximation for the softmax and, for softmax(1.2 f), the multinomial probit. That Gaussian is only the
-    proposal: the estimate stays unbiased whatever it is, and a poor one shows as spread weights (a small
-    effective sample size, a large standard error), not as a bias; read the effective sample size.
-
-    The defaults (T = 2000, S = 256, exponent 2, one transition per temperature, the Gaussian start) are the
-    schedule validated where the book uses it: ``reproduce/ais_validation.py`` (n = 50),
-    ``reproduce/binary_grid_ais_check.py`` (n = 151) and ``reproduce/multiclass_gold.py`` (three classes),
-    whose stored results in ``book/results/`` the tests and the Comparison chapters re-read, with the errors,
-    standard errors and costs measured there.
+    Neal's AIS [Neal01]: S chains drawn from a Gaussian q (module docstring) anneal through π_t ∝ q (L/t̃)^(β_t)
+    by elliptical slice moves [Murray10]; w̄ is unbiased for p(y)/Z_q whatever q (book/comparison_binary.ipynb).
 
     Parameters
     ----------
@@ -321,35 +299,24 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
     y : array (n,)
         Binary: labels as ``likelihood.log_p`` takes them (±1). Multi-class: class codes 0..C−1.
     likelihood : object
-        Binary: ``ProbitLikelihood()``, ``LogisticLikelihood()``, ``LabelNoiseLikelihood(ε, v)``, or any object
-        with ``log_p(y, F)`` for F of shape (chains, n). Multi-class: ``SoftmaxLikelihood()`` or
-        ``MultinomialProbitLikelihood()``.
+        Binary: ``ProbitLikelihood()``, ``LogisticLikelihood()``, ``LabelNoiseLikelihood(ε, v)`` or any object with
+        ``log_p(y, F)``, F (chains, n). Multi-class: ``SoftmaxLikelihood()`` or ``MultinomialProbitLikelihood()``.
     rng : numpy.random.Generator or int
-    n_temperatures : int
-        T, the number of annealing steps.
-    n_chains : int
-        S, independent annealing runs (at least 2, for the standard error).
-    exponent : float
-        The schedule's power (1 is linear).
-    n_steps : int
-        Slice transitions per temperature.
+    n_temperatures, n_chains, exponent, n_steps : int, int, float, int
+        T; S (at least 2, for the standard error); γ of β_t = (t/T)^γ (1 is linear); moves per temperature.
     start : {"auto", "prior", "ep", "laplace"}
-        The Gaussian q (see above); ``"ep"`` is for binary likelihoods, ``"laplace"`` for
-        multi-class ones.
+        q: ``"ep"`` (binary; logistic via Φ(√(π/8) f)), ``"laplace"`` (multi-class; multinomial probit via
+        softmax(1.2 f)), ``"prior"`` ([NR08]) or ``"auto"``, the first that applies. A poor q lowers the ESS (``warn``).
     n_classes : int, optional
         C for a multi-class likelihood with a shared K (default: one more than the largest code).
-    warn : bool
-        Warn (:class:`~gpc_ref.validation.ConvergenceWarning`) when the effective sample size is below
-        S/4: the weights are dominated by a few chains and the standard error is itself unreliable.
-    progress : bool
-        Show a progress bar over the temperatures.
+    warn, progress : bool
+        Warn (:class:`~gpc_ref.validation.ConvergenceWarning`) when the effective sample size (ESS) is below S/4
+        (the weights rest on a few chains, the standard error is unreliable); show a progress bar.
 
     Returns
     -------
     AISEstimate
-        ``log_evidence``, ``std_error``, ``effective_sample_size``, ``n_samples`` = S, ``start``,
-        ``log_start_normaliser``, ``n_temperatures`` and ``log_weights``; it unpacks as
-        ``estimate, standard_error``.
+        log Z_q + log w̄, its delta-method standard error, the ESS, ``start``; unpacks as ``estimate, std_error``.
     """
     rng = check_rng(rng)
     n_temperatures = check_positive_int(n_temperatures, "n_temperatures")

@@ -56,6 +56,10 @@ References
 - [GPML] Rasmussen & Williams (2006), §3.6: eqs 3.56–3.59 (cavity and site updates), 3.65 (the EP
   evidence), Algorithms 3.5 (EP, B = I + S̃½CS̃½) and 3.6 (predictions); eq 5.27 (evidence gradient).
 - [KR05] Kuss & Rasmussen (2005): EP against Laplace and long MCMC runs.
+- [vGerven10] van Gerven, Cseke, de Lange & Heskes (2010), *Efficient Bayesian multivariate fMRI analysis
+  using a sparsifying spatio-temporal prior*, NeuroImage 50: parallel EP updates.
+- [GPstuff] Vanhatalo et al. (2013), *GPstuff: Bayesian modeling with Gaussian processes*, JMLR 14: the same
+  parallel EP schedule.
 """
 
 from __future__ import annotations
@@ -358,8 +362,7 @@ class EPResult:
     mu, Sigma : ndarray
         Posterior mean and covariance (K&G h, A).
     a : ndarray (n,)
-        C⁻¹μ = ν̃ - T̃μ, the weights of the
-        predictive mean k_∗ᵀa (K&G's diag(y)α).
+        C⁻¹μ = ν̃ - T̃μ, the weights of the predictive mean k_∗ᵀa (K&G's diag(y)α).
     R : ndarray (n, n)
         C⁻¹ - C⁻¹ΣC⁻¹, for predictive variances and the evidence gradient.
     log_evidence : float
@@ -368,12 +371,11 @@ class EPResult:
         Tilted normalisers and the cavities at the returned posterior.
     epsilon, latent_noise : float
         The likelihood ε + (1-2ε)Φ(yf/√s) that was used.
-    n_sweeps : int
-        Sweeps through the sites that were run.
-    converged : bool
+    n_sweeps, converged : int, bool
+        Sweeps through the sites that were run, and whether EP converged within them.
     max_change : float
-        Largest relative change of a site parameter in the last sweep (for the parallel schedule, of
-        the undamped update: the fixed-point residual).
+        Largest relative site change in the last sweep (parallel schedule: of the undamped update, the
+        fixed-point residual).
     n_skipped : int
         Site updates skipped because a cavity had non-positive precision.
     log_det : float
@@ -667,43 +669,11 @@ def expectation_propagation(
 ) -> EPResult:
     r"""EP for binary GP classification, sequential (K&G §3 steps 1–4; GPML Algorithm 3.5) or parallel.
 
-    **Sequential** (``schedule="sequential"``, K&G's algorithm): each sweep visits the sites
-    i = 1, …, n in order, and for each
-
-    1. forms the cavity, the marginal of f_i without site i, from the posterior marginal
-       N(μ_i, σ_i²) (K&G step 1, GPML eq 3.56):
-
-           τ_(-i) = σ_i⁻² - τ̃_i, ν_(-i) = σ_i⁻²μ_i - ν̃_i;
-
-    2. computes log Z_i, α_i and β_i of the tilted distribution (K&G step 2, :func:`tilted_moments`);
-    3. sets the site precision τ̃_i and the site's ν̃_i so that q matches the tilted mean and
-       variance (K&G step 3, GPML eq 3.59), optionally damped by δ = ``damping``:
-
-           τ̃_i = (β_i/(1 - σ_(-i)²β_i)),
-           ν̃_i = ((α_i + μ_(-i)β_i)/(1 - σ_(-i)²β_i)),
-           τ̃_i ← δ τ̃_i^new + (1-δ) τ̃_i^old;
-
-    4. updates the posterior covariance Σ by a rank-one formula, with s_i the i-th column of Σ
-       and Δτ̃_i the change of the site precision (K&G step 4 without re-inverting their
-       C⁻¹ + Λ⁻¹; GPML Alg. 3.5):
-
-           Σ ← Σ - ((Δτ̃_i)/(1 + Δτ̃_i Σ_ii)) s_i s_iᵀ;
-
-    and Σ and μ are recomputed from the sites before every sweep (:func:`posterior_from_sites`)
-    so that rounding errors do not accumulate.
-
-    **Parallel** (``schedule="parallel"``; Minka 2001, van Gerven et al. 2010, GPstuff's parallel EP):
-    steps 1–3 for all sites at once from the same q, then one recomputation of the marginals
-    (:func:`site_marginals`: one Cholesky and one triangular solve per sweep instead of n
-    memory-bound rank-one updates). Its fixed points are those of sequential EP; it may oscillate
-    where sequential EP does not, so whenever a sweep changes the sites more than the sweep before,
-    the damping is multiplied by 0.7 (down to 0.05), and a step that would make q improper
-    (possible with negative site precisions) is halved until it does not; damping does not move the
-    fixed points.
-
-    EP stops when no site parameter changed by more than ``tol`` × (1 + its size) in a sweep (the
-    fixed-point residual); otherwise, after ``max_sweeps``, a :class:`ConvergenceWarning` names the
-    sweep count.
+    ``schedule="sequential"`` (K&G) updates the sites one at a time, each by moment matching and a rank-one
+    update of Σ; ``"parallel"`` ([Minka01], [vGerven10]) updates all from the same q (same fixed points).
+    Both are derived in the book's EP chapter (book/ep.ipynb). EP stops when no site parameter changed by
+    more than ``tol`` × (1 + its size) in a sweep (:func:`site_change`); otherwise, after ``max_sweeps``, a
+    :class:`ConvergenceWarning` names the sweep count.
 
     Parameters
     ----------
@@ -711,31 +681,22 @@ def expectation_propagation(
         Prior covariance C (K&G eq 10; their latent noise v₂ on the diagonal).
     y : array (n,)
         Labels in {−1, +1} (or {0, 1}).
-    likelihood : ProbitLikelihood or LabelNoiseLikelihood
-        Default ``ProbitLikelihood()``.
+    likelihood : ProbitLikelihood or LabelNoiseLikelihood, default ProbitLikelihood()
     tau, nu : ndarray (n,), optional
         Initial sites (a warm start); default 0, i.e. q = prior (K&G: v_i = ∞).
     schedule : {"sequential", "parallel"}
         Update the sites one at a time (K&G) or all from the same q.
     damping : float in (0, 1]
-        1 is plain EP; smaller values help when negative site precisions (or the parallel schedule)
-        make EP oscillate.
-    tol : float
-        Largest relative change of a site parameter in a sweep that counts as converged.
-    max_sweeps : int
-        Sweeps before giving up.
+        δ in τ̃_i ← δ τ̃_i^new + (1-δ) τ̃_i^old (so ν̃_i); 1 is plain EP. The parallel schedule damps more (×0.7,
+        down to 0.05) when a sweep's change grows, and halves a step that would make q improper.
+    tol, max_sweeps : float, int
+        The convergence tolerance on the relative site change, and the sweeps before giving up.
     warn : bool
         Issue the non-convergence warning (``False`` inside optimisers that check ``converged``).
 
     Returns
     -------
     EPResult
-
-    References
-    ----------
-    [KG03] §3; [GPML] Alg. 3.5; [Minka01] ch. 3; [vGerven10] van Gerven, Cseke, de Lange & Heskes
-    (2010), *Efficient Bayesian multivariate fMRI analysis using a sparsifying spatio-temporal prior*,
-    NeuroImage 50 (parallel EP updates); [GPstuff] Vanhatalo et al. (2013), JMLR 14.
     """
     likelihood = ProbitLikelihood() if likelihood is None else likelihood
     epsilon, latent_noise = site_likelihood(likelihood)

@@ -119,18 +119,12 @@ def quadrature_posterior(
 ) -> QuadraturePosterior:
     r"""Evidence, posterior mean and covariance by tensor Gauss–Hermite quadrature (n ≤ 3).
 
-    With K = L Lᵀ and f = L z,
-    p(y) = E_(z ~ N(0,I))[∏_i p(y_i | (Lz)_i)]; the rule uses
-    ``n_nodes`` nodes per dimension (``n_nodes**n`` evaluations).
-
-    The rule is exact to ~1e-12 when the likelihood varies slowly on the scale of
-    the prior standard deviation, but a steep likelihood under a wide prior (a
-    probit with prior variance k ≳ 20) is resolved by few nodes: at k = 100 the
-    60-node posterior mean is off by about 1 % of the posterior standard deviation.
-    The result is therefore compared with a coarser rule of ``3 n_nodes // 4``
-    nodes, and a :class:`QuadratureWarning` is issued when the log evidence, the
-    mean (in posterior standard deviations) or the covariance (in products of
-    them) differ by more than ``tol``; raise ``n_nodes`` then.
+    With K = L Lᵀ and f = L z, p(y) = E_(z ~ N(0,I))[∏_i p(y_i | (Lz)_i)]; the rule uses ``n_nodes`` nodes per
+    dimension (``n_nodes**n`` evaluations). It is exact to ~1e-12 when the likelihood varies slowly on the scale
+    of the prior standard deviation, but a steep likelihood under a wide prior (a probit with prior variance
+    k ≳ 20) is resolved by few nodes. The result is therefore compared with a coarser rule of ``3 n_nodes // 4``
+    nodes, and a :class:`QuadratureWarning` is issued when the log evidence, the mean (in posterior standard
+    deviations) or the covariance (in products of them) differ by more than ``tol``; raise ``n_nodes`` then.
 
     Parameters
     ----------
@@ -503,30 +497,13 @@ def probit_orthant_evidence(K: ArrayLike, y: ArrayLike, *, rng: np.random.Genera
                             warn: bool = True) -> OrthantEstimate:  # fmt: skip
     r"""The exact probit evidence log p(y) = log ∫∏_i Φ(y_i f_i)N(f | 0, K)df, with its error.
 
-    Φ(y_i f_i) = P(y_i(f_i + ε_i) > 0) with independent ε_i ~ N(0,1), so
-    p(y) is the probability that z = D(f + ε) ~
-    N(0, Σ), Σ = D(K + I)D, D = diag(y), lies in the positive
-    orthant. With Σ = LLᵀ (variables in Genz & Bretz's order) and z = Lw,
-    the constraints become sequential, w_k > -∑_(j<k)L_kj w_j/L_kk, and the probability is an
-    integral over the unit cube ([Genz92]'s separation of variables): each w_k is drawn from its
-    truncated conditional and the weight is the product of the truncation probabilities. Botev's minimax
-    exponential tilting ([Botev17]) shifts each conditional by μ_k, chosen by solving for the
-    saddle point of ψ(x, μ); this bounds the weights by
-    e^ψ* (``log_upper_bound``), so that their variance is finite and the standard error is
-    trustworthy, which plain Genz estimation (scipy's ``multivariate_normal.cdf``) is not at large
-    σ_f. Everything is in log space: no underflow at p(y) = e⁻⁷⁰⁰.
-
-    The points are ``n_randomisations`` independently scrambled Sobol sequences (randomised quasi-Monte
-    Carlo); the standard error of the log is sd(p̂_r)/(√R p̄) over the
-    R randomisations. Each sequence starts with 1024 points and is doubled until the standard error is
-    at most ``tol`` or ``max_points`` (over all sequences) would be exceeded. Measured cost (one core of
-    a loaded 2-core machine; the stored validation, book/results/ais_validation.json, has the table): on
-    the book's 50-point toy problem 16 × 1024 points reach a standard error of 0.0003–0.004 at every grid
-    point in about a second; on 151 biopsies the default tolerance is reached everywhere on the
-    validated grid, within 2.5 minutes (long lengthscales at σ_f = e⁴ are the slowest);
-    on 200 pima points it is reached at σ_f ≤ e² and at short lengthscales, but at
-    σ_f = e⁴ with ℓ ≥ e the weights spread and 2¹⁹ points leave a standard
-    error of 0.01–0.02 nats: there, use AIS (validated against this function at n = 151).
+    p(y) is the probability that z = D(f + ε) ~ N(0, D(K + I)D), D = diag(y), ε ~ N(0, I), lies in the positive
+    orthant: [Genz92]'s separation of variables with Botev's minimax exponential tilting ([Botev17]), whose bound
+    e^ψ* on the weights (``log_upper_bound``) keeps the standard error trustworthy at large σ_f, unlike plain Genz
+    (scipy's ``multivariate_normal.cdf``); all in log space, no underflow at p(y) = e⁻⁷⁰⁰ (derivation: the book's
+    binary Comparison chapter, book/comparison_binary.ipynb). R = ``n_randomisations`` scrambled Sobol sequences
+    of 1024 points each are doubled until the standard error sd(p̂_r)/(√R p̄) is at most ``tol`` or ``max_points``
+    would be exceeded; where the weights spread (large σ_f, long lengthscales) ``tol`` may be missed: use AIS.
 
     Parameters
     ----------
@@ -535,24 +512,19 @@ def probit_orthant_evidence(K: ArrayLike, y: ArrayLike, *, rng: np.random.Genera
     y : array (n,)
         Labels in {−1, +1}.
     rng : numpy.random.Generator or int, optional
-        Scrambles the Sobol sequences (default seed 0, so that repeated calls agree; None draws fresh
-        randomness).
+        Scrambles the Sobol sequences (default seed 0: repeated calls agree; None draws fresh randomness).
     tol : float
-        Target standard error of the log evidence (nats). The default, 0.003, keeps the error below
-        0.01 nats with probability 0.999 when the standard error is right (checked against repeated runs
-        in the stored validation).
-    max_points : int
-        Largest total number of points.
-    n_randomisations : int
-        R, at least 2 (the standard error needs two).
+        Target standard error of the log evidence (nats); the default 0.003 keeps the error below 0.01 nats
+        with probability 0.999 when the standard error is right.
+    max_points, n_randomisations : int
+        The largest total number of points, and R, at least 2 (the standard error needs two).
     warn : bool
         Warn (:class:`ConvergenceWarning`) when ``max_points`` runs out before ``tol`` is reached.
 
     Returns
     -------
     OrthantEstimate
-        ``log_evidence``, ``std_error``, ``effective_sample_size``, ``n_samples``, ``log_upper_bound``,
-        ``converged``; it unpacks as ``estimate, standard_error``.
+        With ``log_upper_bound`` and ``converged``; it unpacks as ``estimate, standard_error``.
     """
     K = check_covariance(K, "K")
     n = K.shape[0]

@@ -30,7 +30,7 @@ References
 - [WB97] Williams & Barber (1997), §2.1: the erf mixture.
 - [WB98] Williams & Barber (1998), §4: Monte Carlo over the softmax.
 - [GM00] Gibbs & MacKay (2000), eq 23; [MacKay92] MacKay (1992): the probit approximation.
-- [GPML] Rasmussen & Williams (2006), eqs 3.25 and 3.82.
+- [GPML] Rasmussen & Williams (2006), eqs 3.25 and 3.82, Algorithm 3.4 (Monte Carlo over the softmax).
 - [Sobol67] Sobol' (1967): the low-discrepancy point set.
 - [MS67] Mysovskikh; Stroud (1971): fully symmetric cubature rules of degree 5.
 - [OA09] Opper & Archambeau (2009): the KL method needs E[log p(y|f)] and its derivatives under
@@ -225,43 +225,23 @@ def log_link_expectations(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""E[ℓ(z)], E[ℓ'(z)], E[ℓ''(z)] for ℓ = log g and z ~ N(μ, s²).
 
-    The KL method's bound and its gradient (Opper & Archambeau 2009; the book's KL chapter) need,
-    at every training point, the expected log-likelihood under the Gaussian marginal and its
-    derivatives in the marginal's mean and variance; by Bonnet's and Price's theorems
-
-        ∂/∂μ E[ℓ(z)] = E[ℓ'(z)],
-        ∂/∂s² E[ℓ(z)] = ½ E[ℓ''(z)].
-
-    Two rules, both in the standardised variable z = μ + s u, u ~ N(0, 1):
-
-    - where s ≤ ``hermite_max_sd``: Gauss–Hermite with ``n_nodes`` nodes
-      (:func:`standard_normal_rule`), exact to rounding while the link bends slowly on the scale
-      of the nodes' spacing;
-    - where s is larger the Gaussian is broad and the bend of ℓ (width about one
-      in z) falls between Hermite nodes, whose error then grows with s (0.3 nats at
-      s = 100 for log σ with 64 nodes). There the line u ∈ [-10, 10] is
-      split at the edges of the bend region -10 ≤ z ≤ 10 and each of the three panels gets a
-      Gauss–Legendre rule of ``n_panel_nodes`` nodes.
-
-    E[ℓ''] is computed by Stein's identity E[ℓ''(z)] = E[ℓ'(z) u]/s (for
-    s ≥ 1e-4): on the Hermite nodes it is then the exact derivative of the rule's own
-    E[ℓ], so a bound and its gradient built from these agree to rounding.
-
-    Both rules are checked against adaptive quadrature (``scipy.integrate.quad``) in the tests and the
-    chapter: relative errors below 1e-9 for s up to 30, about 1e-8 at s = 300.
+    The KL method's bound and its gradient ([OA09]; the book's KL chapter, book/kl.ipynb) need these at every
+    training point: by Bonnet's (1964) and Price's (1958) theorems ∂/∂μ E[ℓ(z)] = E[ℓ'(z)] and
+    ∂/∂s² E[ℓ(z)] = ½ E[ℓ''(z)]. With z = μ + s u, u ~ N(0, 1): where s ≤ ``hermite_max_sd``, Gauss–Hermite with
+    ``n_nodes`` nodes (:func:`standard_normal_rule`); where s is larger the bend of ℓ (width about one in z)
+    falls between Hermite nodes, so u ∈ [-10, 10] is split at the edges of -10 ≤ z ≤ 10 into three panels of
+    ``n_panel_nodes`` Gauss–Legendre nodes. E[ℓ''] = E[ℓ'(z) u]/s (Stein's identity, for s ≥ 1e-4) is then on
+    the Hermite nodes the exact derivative of the rule's own E[ℓ]: a bound and its gradient agree to rounding.
 
     Parameters
     ----------
     link : object
-        Gives ``log_link(z)`` and ``link_derivatives(z) -> (d1, d2, d3)``, elementwise in ``z``:
-        e.g. ``LogisticLikelihood()`` (g = σ) or ``ProbitLikelihood()`` (g = Φ),
-        whose ``z`` is the margin yf.
+        Gives ``log_link(z)`` and ``link_derivatives(z) -> (d1, d2, d3)``, elementwise in ``z``: e.g.
+        ``LogisticLikelihood()`` (g = σ) or ``ProbitLikelihood()`` (g = Φ), whose ``z`` is the margin yf.
     mean, var : array-like
         μ and s² ≥ 0 of each Gaussian, broadcast against each other.
-    n_nodes : int
-        Gauss–Hermite nodes.
-    n_panel_nodes : int
-        Gauss–Legendre nodes per panel of the broad-Gaussian rule.
+    n_nodes, n_panel_nodes : int
+        Gauss–Hermite nodes, and Gauss–Legendre nodes per panel of the broad-Gaussian rule.
     hermite_max_sd : float
         The largest s integrated by Gauss–Hermite.
 
@@ -269,10 +249,6 @@ def log_link_expectations(
     -------
     expected, expected_d1, expected_d2 : ndarray
         E[ℓ], E[ℓ'], E[ℓ''], each of the broadcast shape of ``mean`` and ``var``.
-
-    References
-    ----------
-    [OA09]; Price (1958) and Bonnet (1964) for the derivative identities.
     """
     if not (callable(getattr(link, "log_link", None)) and callable(getattr(link, "link_derivatives", None))):
         raise ValueError(
@@ -552,41 +528,27 @@ def softmax_gaussian_expectation(
 ) -> np.ndarray:
     r"""E[softmax(f)] for f ~ N(μ, Σ), one Gaussian per row.
 
-    Because the softmax is unchanged when the same number is added to every class, the
-    deterministic rules integrate over the C-1 differences g_c = f^c - f^C,
-    whose Gaussian follows from (μ, Σ), along its principal axes.
-
-    Methods:
-
-    - ``"qmc"`` (default): the average of the softmax over a fixed Sobol point set of
-      ``n_samples`` points (default 4096, a power of two) mapped to the Gaussian.
-      Deterministic, equal positive weights (so the probabilities lie in [0, 1] and sum to
-      one), and accurate also when the latent standard deviations are large compared with the
-      unit scale on which the softmax bends, the usual case with evidence-optimal hyperparameters.
-    - ``"monte_carlo"``: the average over ``n_samples`` (default 1000) random draws of the
-      C-dimensional Gaussian (W&B 1998 §4); unbiased, standard error at most 0.5/√S;
-      needs ``rng``.
-    - ``"gauss_hermite"``: tensor-product Gauss–Hermite rule with ``n_nodes`` = p nodes per
-      axis (default: the largest p ≤ 10 with p^(C-1) ≤ ``max_nodes``); very accurate
-      for latent standard deviations up to about one, poor when they are ten or more.
-    - ``"cubature"``: a fully symmetric degree-5 rule with 2(C-1)² + 1 nodes; cheapest,
-      but for C > 5 some weights are negative and it is accurate only for small latent
-      variances. The result is clipped to [0, 1] and renormalised.
+    The deterministic rules integrate over the C-1 differences g_c = f^c - f^C (the softmax is unchanged when
+    the same number is added to every class), along the principal axes of their Gaussian.
 
     Parameters
     ----------
-    mean : ndarray (m, C)
-        Mean μ of each row's Gaussian.
-    cov : ndarray (m, C, C)
-        Covariance Σ of each row's Gaussian (positive semi-definite).
+    mean, cov : ndarray (m, C), ndarray (m, C, C)
+        Mean μ and covariance Σ (positive semi-definite) of each row's Gaussian.
     method : {"qmc", "monte_carlo", "gauss_hermite", "cubature"}
-        The rule (see above).
+        ``"qmc"`` (default): a fixed Sobol set of ``n_samples`` points (default 4096, a power of two);
+        deterministic, equal positive weights, accurate also for latent standard deviations large against the
+        softmax's unit bend (the usual case at evidence-optimal hyperparameters). ``"monte_carlo"``:
+        ``n_samples`` (default 1000) draws of f ([WB98] §4); unbiased, standard error at most 0.5/√S.
+        ``"gauss_hermite"``: a tensor rule, very accurate for latent standard deviations up to about one, poor
+        at ten or more. ``"cubature"``: degree 5, 2(C-1)² + 1 nodes, cheapest; for C > 5 some weights are
+        negative and it is accurate only for small latent variances (the result is clipped to [0, 1] and
+        renormalised).
     rng : numpy.random.Generator or int, optional
         Required for ``"monte_carlo"`` (ignored otherwise).
-    n_samples : int, optional
-        Points per test input for ``"qmc"`` (power of two) and ``"monte_carlo"``.
-    n_nodes : int, optional
-        Gauss–Hermite nodes per axis.
+    n_samples, n_nodes : int, optional
+        Points per row for ``"qmc"`` (a power of two) and ``"monte_carlo"``; Gauss–Hermite nodes p per axis
+        (default: the largest p ≤ 10 with p^(C-1) ≤ ``max_nodes``).
     max_nodes : int
         Budget for the default ``n_nodes``.
 
@@ -594,11 +556,6 @@ def softmax_gaussian_expectation(
     -------
     ndarray (m, C)
         Class probabilities; every row sums to one.
-
-    References
-    ----------
-    [WB98] §4 (Monte Carlo over the Gaussian latent predictive); [GPML] Alg. 3.4; [Sobol67];
-    [MS67].
     """
     mean = np.asarray(mean, dtype=float)
     cov = np.asarray(cov, dtype=float)

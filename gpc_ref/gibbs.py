@@ -358,15 +358,12 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
     r"""The Gibbs sampler of G&R Appendix D for C-class multinomial probit GP classification:
     Algorithm 10.1 (vbx-alg-gibbs).
 
-    At iteration s,
-
         z_i^(s) | f_i^(s-1) ~ N^(c_i)_z(f_i^(s-1), I),
         f^(c(s)) | z^(c(s)) ~ N(Σ_c z^(c(s)), Σ_c),
 
-    with N^(c_i)_z the Gaussian truncated to the cone of class c_i, drawn exactly
-    (:func:`sample_cone_truncated_normal`), and f^c by Matheron's
-    rule; F starts at zero. Cost per iteration: O(C n²) after one
-    O(n³) factorisation per distinct kernel (the paper's O(KN³), i.e. O(Cn³), counts refactorising).
+    at iteration s, with N^(c_i)_z the Gaussian truncated to the cone of class c_i, drawn exactly
+    (:func:`sample_cone_truncated_normal`), and f^c drawn by Matheron's rule; F starts at zero. Cost per
+    iteration: O(C n²) after one O(n³) factorisation per distinct kernel.
 
     Parameters
     ----------
@@ -383,8 +380,7 @@ def gibbs_probit_multiclass(K: ArrayLike, t: ArrayLike, *, rng: np.random.Genera
     max_rounds : int
         Rejection rounds before a point falls back to a component sweep.
     trace : bool
-        Record log P(c | f) every ``thin`` iterations (one quadrature
-        over all points each time, often the largest cost of an iteration); ``False`` skips it.
+        Record log P(c | f) every ``thin`` iterations (a quadrature over all points, often most of an iteration's cost).
 
     Returns
     -------

@@ -199,9 +199,7 @@ def leapfrog(
         x ← x + εM⁻¹ p,
         p ← p + (ε/2) ∇log π(x),
 
-    with the two half steps of consecutive steps merged into one full step. The map is
-    volume preserving and time reversible: starting from the end point with the momentum
-    negated returns to the start with the momentum negated.
+    with the half steps of consecutive steps merged; the map is volume preserving and time reversible.
 
     Parameters
     ----------
@@ -209,10 +207,8 @@ def leapfrog(
         ``x -> (log π(x), ∇log π(x))``.
     x, p : array (D,)
         Starting position and momentum.
-    step_size : float
-        ε > 0.
-    n_leapfrog : int
-        L ≥ 1.
+    step_size, n_leapfrog : float, int
+        The step size ε > 0 and the number of steps L ≥ 1.
     mass : float or array (D,)
         Diagonal of the mass matrix M.
     grad : array (D,), optional
@@ -221,8 +217,8 @@ def leapfrog(
     Returns
     -------
     LeapfrogResult
-        The end point (x*, p*) and the target there. If the target is NaN/inf (or
-        raises a numerical error) on the way the trajectory is abandoned and ``finite`` is False.
+        The end point (x*, p*) and the target there. If the target is NaN/inf (or raises a numerical
+        error) on the way, the trajectory is abandoned and ``finite`` is False.
     """
     if not callable(log_prob_and_grad):
         raise ValueError("log_prob_and_grad must be a callable x -> (log_prob, grad)")
@@ -258,21 +254,9 @@ def hmc_sample(log_prob_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray
                ) -> HMCResult:  # fmt: skip
     r"""Hybrid Monte Carlo (Duane et al. 1987; Neal 2011 §5.3; W&B 1997 §2.3): Algorithm 5.1 (laph-alg-hmc).
 
-    Each iteration
-
-    1. draws a fresh momentum p ~ N(0, M) (a Gibbs update of the momentum, which
-       changes the energy level);
-    2. follows the dynamics with ``n_leapfrog`` leapfrog steps of size ``step_size`` from
-       (x, p) to (x*, p*) (:func:`leapfrog`);
-    3. accepts x* with probability min(1, e^(-ΔH)),
-       ΔH = H(x*, p*) - H(x, p) (the Metropolis rule), else keeps x.
-
-    A proposal whose energy is NaN/inf, or on whose trajectory the target failed, is
-    rejected (ΔH = +∞); it never produces a NaN state.
-
-    Random numbers are drawn in a fixed order from ``rng``: per iteration, ``D`` standard
-    normals for the momentum, then one uniform for the Metropolis test (drawn even when the
-    proposal is certainly rejected), so runs with the same seed are identical.
+    Each iteration draws p ~ N(0, M), follows ``n_leapfrog`` steps of :func:`leapfrog` to (x*, p*) and accepts x*
+    with probability min(1, e^(−ΔH)), ΔH = H(x*, p*) − H(x, p); a NaN/inf energy, or a target failing on the way,
+    rejects. Per iteration ``rng`` gives D normals, then one uniform (even for a certain rejection): same seed, same run.
 
     Parameters
     ----------
@@ -281,17 +265,11 @@ def hmc_sample(log_prob_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray
     x0 : array (D,)
         Starting state; the target must be finite there.
     rng : numpy.random.Generator or int
-    step_size : float
-        Leapfrog step size ε (W&B: 0.1).
-    n_leapfrog : int
-        Leapfrog steps per proposal L (W&B: 20).
-    n_iter : int
-        Number of HMC iterations (W&B: 200).
-    burn_in : int, optional
-        Leading iterations to discard; default ``n_iter // 3`` (W&B: the first third).
+    step_size, n_leapfrog, n_iter, burn_in : float, int, int, int or None
+        Step size ε, leapfrog steps per proposal L, HMC iterations, and leading iterations discarded (< ``n_iter``);
+        the defaults are W&B's: 0.1, 20, 200 and the first third (``n_iter // 3``).
     mass : float or array (D,)
-        Diagonal mass matrix; a mass m_j is equivalent to sampling
-        x_j √m_j with unit mass (Neal 2011 §5.4.1).
+        Diagonal mass matrix; a mass m_j is equivalent to sampling x_j √m_j with unit mass (Neal 2011 §5.4.1).
     progress : bool
         Show a tqdm progress bar (tqdm is imported only then).
 
@@ -529,20 +507,12 @@ def laplace_hmc(
 ) -> LaplaceHMCResult:
     r"""Sample GP log-hyperparameters by HMC on the Laplace-approximate posterior (W&B 1997 §2.3).
 
-    The target is W&B's p(ϕ | t) ∝ q(t|ϕ) p(ϕ) with the Laplace log
-    evidence log q(t|ϕ) of W&B eq 10 (:func:`~gpc_ref.laplace.laplace_evidence`,
-    whose exact gradient includes the implicit dependence of the mode,
-    ∂f̂/∂θ = (I+KW)⁻¹(∂K/∂θ)(t-π)) and
-    independent N(μ_0, s_0²) priors on W&B's coordinates
-    ϕ = Aθ = (log v_0, log w_1, …, log w_d) (:func:`gpc_ref.hyperparameters.wb_scale`). The
-    chain runs in φ with unit mass, so ε means what it means in the paper; the gradient is
-    ∇_ϕ = A⁻¹∇_θ.
-
-    Each Newton search is warm-started from the mode of the previous evaluation (one leapfrog
-    step away), which is much cheaper than W&B's fresh start at π = ½; the
-    mode found is the same to the Newton tolerance. An evaluation whose Newton iteration does
-    not converge counts as infinite energy (its evidence would be wrong), so that proposal
-    is rejected; ``n_unconverged`` reports how often this happened.
+    The target is W&B's p(ϕ|t) ∝ q(t|ϕ) p(ϕ): the Laplace evidence of :func:`~gpc_ref.laplace.laplace_evidence`
+    (W&B eq 10; exact gradient, implicit term included) and independent N(μ_0, s_0²) priors on W&B's coordinates
+    ϕ = Aθ = (log v_0, log w_1, …, log w_d) (:func:`gpc_ref.hyperparameters.wb_scale`). The chain runs in ϕ with
+    unit mass, so ε means what it means in the paper. Newton is warm-started from the previous evaluation's mode
+    (the same mode as W&B's fresh start at π = ½, to the Newton tolerance); an evaluation whose Newton does not
+    converge counts as infinite energy, so its proposal is rejected (``n_unconverged`` counts them).
 
     Parameters
     ----------

@@ -616,63 +616,34 @@ def maximize(
 ) -> HyperparameterFit:
     r"""Maximise ``objective(theta) -> (value, gradient)`` over a box by L-BFGS-B, with restarts.
 
-    Starts from ``theta0``, from ``extra_starts`` (e.g. draws from a prior) and from
-    ``n_restarts`` points ``theta0 + restart_sd · N(0, I)`` on the free entries, all clipped to
-    the box; keeps the start with the largest final value. See the module docstring for the
-    convergence test and for the handling of failed evaluations.
-
     Parameters
     ----------
-    objective : callable
-        ``theta -> (value, gradient)`` with the gradient over all of ``theta``. It may keep a
-        warm start between calls (e.g. the previous Laplace mode); ``reset`` clears it.
-    theta0 : array (P,)
-        The first start (its learnt entries clipped to the box); its other entries are kept throughout.
-    bounds : (low, high) or array (P, 2), optional
-        The box; default none (every entry unbounded). Hyperparameter searches pass
-        :func:`theta_box` (infinite bounds are allowed for other parameters, e.g. variational ones).
-    free : array of bool (P,), optional
-        Entries to learn (default all; see :func:`free_mask`).
-    n_restarts : int
-        Random restarts besides ``theta0`` and ``extra_starts``; they need ``rng``.
-    rng : numpy.random.Generator or int, optional
-    restart_sd : float
-        Spread of the random restarts around ``theta0``.
-    extra_starts : array (S, P), optional
-        Further starting points.
-    max_iter : int
-        L-BFGS-B iterations per start, reruns included.
-    tol : float
-        Relative tolerance of the gradient test.
-    reset : callable, optional
-        Called before each start (to clear warm starts).
-    progress : bool
-        Show a progress bar over the starts.
-    description : str
-        Names the method in the progress bar and in warnings.
-    warn : bool
-        Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the best start has not
-        converged, and a :class:`~gpc_ref.validation.HyperparameterBoundWarning` if a learnt entry
-        ended on the edge of the box (``False`` for deliberately partial maximisations such as EM's
-        M-step).
+    objective, reset : callable
+        ``theta -> (value, gradient)`` over all of ``theta``; a ``LinAlgError``, ``FloatingPointError`` or non-finite
+        value rejects the step (module docstring). The optional ``reset()`` clears a warm start before each start.
+    theta0, n_restarts, rng, restart_sd, extra_starts
+        The starts, clipped to the box: ``theta0`` (P,) (its entries that are not learnt are kept throughout),
+        ``n_restarts`` (default 0) random ones ``theta0 + restart_sd · N(0, I)`` on the free entries (they need
+        ``rng``), and the rows of ``extra_starts`` (S, P) (e.g. draws from a prior).
+    bounds, free : optional
+        The box, (low, high) or an array (P, 2) (default unbounded; hyperparameter searches pass :func:`theta_box`),
+        and a bool array (P,) of the entries to learn (default all; see :func:`free_mask`).
+    max_iter, tol, progress, description
+        L-BFGS-B iterations per start (reruns included), the relative tolerance of the gradient test (module
+        docstring), a progress bar over the starts, and the method's name there and in warnings.
+    warn, names
+        Warn (:class:`~gpc_ref.validation.ConvergenceWarning`) if the best start has not converged and
+        (:class:`~gpc_ref.validation.HyperparameterBoundWarning`) if a learnt entry ended on the box's edge, named by
+        ``names`` (default ``theta[j]``; kernel names add the edge's meaning, :data:`EDGE_MEANINGS`); ``False`` for
+        deliberately partial maximisations (EM's M-step).
     careful : bool
-        Scale L-BFGS-B's first step to move no log-parameter by more than one, and stop it once the
-        projected gradient is ``POLISH`` times the tolerance (see the module docstring). The Laplace
-        searches use it (:func:`gpc_ref.laplace.maximize_laplace_evidence`); it changes the path of a
-        search, and so possibly the local optimum a restart reaches, which is why the other learners,
-        whose chapters were measured with the plain L-BFGS-B, do not yet.
-    names : sequence of str, optional
-        The entries' names for that warning: ``kernel.theta_names`` or :func:`theta_names` (default
-        ``theta[j]``). Names of kernel log-parameters (``log_lengthscale[3]``, ``log_variance``, ...)
-        also give the parameter's value on its natural scale and what the edge means
-        (:data:`EDGE_MEANINGS`): an ARD lengthscale at the upper edge means that its input is
-        switched off, a signal variance at the upper edge that the latent scale is unbounded
-        (separable classes, no hyperprior).
+        Scale L-BFGS-B's first step to move no log-parameter by more than one; stop once the projected gradient is
+        ``POLISH`` times the tolerance (module docstring). The Laplace searches use it; it can change the optimum found.
 
     Returns
     -------
     HyperparameterFit
-        The best start's optimum, with the search's bookkeeping.
+        The optimum of the start with the largest final value, with the search's bookkeeping.
     """
     if not callable(objective):
         raise ValueError("objective must be a callable theta -> (value, gradient)")

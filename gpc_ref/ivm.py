@@ -180,9 +180,8 @@ def adf_include(
 ) -> None:
     r"""Include point ``n`` (the book's point i) at step ``step``: G&R eqs 5.1–5.4 for every class, in place.
 
-    Conditioning the posterior Q(f^c) = N(μ^c, Σ_c) of class c on one unit-noise observation z̃_i^c
-    of f_i^c is a rank-one update, with σ_ci the i-th column of Σ_c and s_ci its i-th diagonal
-    entry:
+    Conditioning Q(f^c) = N(μ^c, Σ_c) on one unit-noise observation z̃_i^c of f_i^c is a rank-one update,
+    with σ_ci the i-th column of Σ_c and s_ci its i-th diagonal entry:
 
         Σ_c ← Σ_c - ((σ_ci σ_ciᵀ)/(1 + s_ci)),
         μ^c ← μ^c + ((z̃_i^c - μ_i^c)/(1 + s_ci)) σ_ci.
@@ -459,61 +458,34 @@ def ivm_adf(kernel_column: Callable[[int], ArrayLike], prior_var: ArrayLike, t: 
             targets: ArrayLike | None = None, progress: bool = False) -> IVMFit:  # fmt: skip
     r"""Sparse multi-class GP classification by ADF: G&R (2006) eqs 5.1–5.5.
 
-    Starting from the prior (M_c = 0, μ^c = 0,
-    s_c = diag K_c, which is G&R's "unit values" for their unit-variance
-    kernel), repeat S times:
-
-    1. choose a point i not yet included, by ``selection``:
-       ``"predictive"`` — the smallest posterior probability of its own class (G&R eq 5.5);
-       ``"entropy"`` — the largest entropy reduction ½∑_c log(1+s_ci)
-       (Lawrence et al. 2003, see :func:`entropy_reduction`); ``"random"`` — uniformly at random.
-       The first point is always drawn at random (at the prior every score ties), which gives the
-       "random starts" of G&R Fig. 5;
-    2. p_i = z̃_i - μ_i from the current means
-       (G&R eqs 4.3–4.4), or from the given fixed ``targets``;
-    3. update every M_c, s_c, μ^c by eqs 5.1–5.4
-       (:func:`adf_include`).
-
-    Nothing of size n × n is formed: the kernel enters only through ``kernel_column(i)``, the
-    largest array is ``M`` (G × S × n), and scores are computed in constant-size blocks.
-    Time O(G n S²) for the updates plus, for the predictive rule, O(n C Q) per
-    step for the quadrature of eq 5.5 with Q nodes (O(nC) with ``screen=True``).
+    From the prior (M_c = 0, μ^c = 0, s_c = diag K_c), S times: choose a point by ``selection``, take its shifts
+    p_i = z̃_i − μ_i from eqs 4.3–4.4 (or ``targets``), update every M_c, s_c, μ^c by eqs 5.1–5.4
+    (:func:`adf_include`). Nothing n × n is formed. Derivation and costs: the book's IVM chapter (book/ivm.ipynb).
 
     Parameters
     ----------
-    kernel_column : callable
-        ``kernel_column(i)`` returns the i-th column of each of the G prior covariances, shape
-        (G, n), jitter included at entry i.
-    prior_var : array_like (G, n) or (n,)
-        Prior variances diag K_g (jitter included).
+    kernel_column, prior_var : callable, array_like (G, n) or (n,)
+        The prior, jitter included: ``kernel_column(i)`` returns column i of each of the G covariances K_g,
+        shape (G, n); ``prior_var`` is diag K_g.
     t : array_like (n,) of int
         Classes c_i, codes 0..C−1.
-    n_active : int
-        Number of points S to include (1 ≤ S ≤ n).
+    n_active, n_classes : int
+        S, the number of points to include (1 ≤ S ≤ n), and C (default ``max(t) + 1``).
     selection : {"predictive", "entropy", "random"}
-        Point-selection rule.
+        Least posterior probability of the point's own class (eq 5.5), largest entropy reduction
+        (:func:`entropy_reduction`), or at random; the first point is always random (every score ties).
     rng : numpy.random.Generator or int
-        Randomness for the first point and for random selection.
-    n_classes : int, optional
-        C (default ``max(t) + 1``).
+        Randomness of the first point and of random selection.
     likelihood : MultinomialProbitLikelihood, optional
         Quadrature rule for eqs 4.3–4.5 (default 48 Gauss–Hermite nodes).
-    screen : bool
-        Rank the candidates of the predictive rule by :func:`pairwise_log_probability` and score
-        only a shortlist by the quadrature (see :func:`select_predictive`).
+    screen, progress : bool
+        Screen the predictive rule's candidates by a cheap bound (:func:`select_predictive`); show a progress bar.
     targets : array_like (n, C), optional
-        Fixed site values z̃_i (one row per point) to use instead of eqs 4.3–4.4. With every point
-        included the result is then exactly GP regression with unit noise on these targets.
-    progress : bool
-        Show a tqdm progress bar.
+        Fixed site values z̃_i instead of eqs 4.3–4.4 (with every point included: unit-noise GP regression on them).
 
     Returns
     -------
     IVMFit
-
-    References
-    ----------
-    [GR06] eqs 4.3–4.4, 5.1–5.5; [Lawrence03] (ADF inclusion, entropy criterion).
     """
     prior_var = np.atleast_2d(np.asarray(prior_var, dtype=float))
     if prior_var.ndim != 2 or not np.all(np.isfinite(prior_var)) or np.any(prior_var <= 0):

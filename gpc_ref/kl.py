@@ -221,15 +221,11 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
              gradient_lam: bool = False) -> KLBound:  # fmt: skip
     r"""The evidence lower bound at μ = Kα, Σ = (K⁻¹+Λ)⁻¹, with gradients.
 
-        ℒ = ∑_i Ē_i(μ_i, Σ_ii) - ½[tr B⁻¹ + αᵀ Kα - n + log|B|],
+        ℒ = ∑_i Ē_i(μ_i, Σ_ii) - ½[tr B⁻¹ + αᵀ Kα - n + log|B|],
 
-    the KL divergence written with tr(K⁻¹Σ) = tr B⁻¹ and
-    log|K| - log|Σ| = log|B| (the book derives both). Gradients: [OA09]'s
-    ∂ℒ/∂μ = ρ - K⁻¹μ and
-    ∂ℒ/∂Σ = diag(∂Ē/∂diag Σ) + ½ Σ⁻¹
-    - ½ K⁻¹ = ½(Λ - Λ̂) on this family; by the chain rule
-    ∂ℒ/∂α = K(ρ - α) and
-    ∂ℒ/∂λ_j = -½∑_i Σ_ij²(λ_i - λ̂_i).
+    the KL divergence written with tr(K⁻¹Σ) = tr B⁻¹ and log|K| - log|Σ| = log|B| ([OA09]; [CB13] §2; the
+    book's KL chapter derives both). Gradients: ∂ℒ/∂μ = ρ - K⁻¹μ and ∂ℒ/∂Σ = ½(Λ - Λ̂) on this family
+    ([OA09]); by the chain rule ∂ℒ/∂α = K(ρ - α) and ∂ℒ/∂λ_j = -½∑_i Σ_ij²(λ_i - λ̂_i).
 
     Parameters
     ----------
@@ -237,10 +233,8 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
         Prior covariance.
     y : array (n,)
         Labels in {−1, +1} (or {0, 1}).
-    alpha : array (n,)
-        α = K⁻¹μ.
-    lam : array (n,)
-        Non-negative site precisions λ.
+    alpha, lam : array (n,)
+        α = K⁻¹μ and the non-negative site precisions λ.
     likelihood : "logistic" (default), "probit", LogisticLikelihood or ProbitLikelihood
     n_nodes : int
         Gauss–Hermite nodes of :func:`~gpc_ref.gaussian_integrals.log_link_expectations`.
@@ -250,10 +244,6 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
     Returns
     -------
     KLBound
-
-    References
-    ----------
-    [OA09] eqs for the bound and its gradients; [CB13] §2.
     """
     K = check_covariance(K, "K")
     n = K.shape[0]
@@ -284,15 +274,12 @@ class KLResult:
 
     Attributes
     ----------
-    mean : ndarray (n,)
-        μ.
-    var : ndarray (n,)
-        diag Σ (the whole of Σ: :func:`kl_covariance`).
+    mean, var : ndarray (n,)
+        μ and diag Σ (the whole of Σ: :func:`kl_covariance`).
     alpha : ndarray (n,)
         K⁻¹μ; at the optimum α = ρ ([OA09]).
     lam, nu : ndarray (n,)
-        The sites: Σ⁻¹ = K⁻¹ + Λ, μ = Σν; at the optimum
-        λ = λ̂.
+        The sites: Σ⁻¹ = K⁻¹ + Λ, μ = Σν; at the optimum λ = λ̂.
     L : ndarray (n, n)
         Lower Cholesky factor of B = I + Λ^½KΛ^½.
     log_bound : float
@@ -303,16 +290,15 @@ class KLResult:
         The expectations' derivatives at the returned q.
     gradient_norm : float
         max(‖∂ℒ/∂μ‖_∞, ‖diag ∂ℒ/∂Σ‖_∞).
-    n_iter : int
-        Steps taken (0 when the start already passed the gradient test).
-    n_factorisations : int
-        Cholesky factorisations of B (one per step tried, plus the first).
+    n_iter, n_factorisations : int
+        Steps taken (0 when the start already passed the gradient test), and Cholesky factorisations of B
+        (one per step tried, plus the first).
     converged : bool
         ``gradient_norm`` passed the test of :func:`kl_gaussian`.
     trace : ndarray (n_iter + 1, 3)
         ℒ, ``gradient_norm`` and ``n_factorisations`` at the start and after every step.
-    y : ndarray (n,)
-    likelihood : LogisticLikelihood or ProbitLikelihood
+    y, likelihood : ndarray (n,), LogisticLikelihood or ProbitLikelihood
+        The labels and the likelihood of the fit.
     """
 
     mean: np.ndarray
@@ -423,29 +409,11 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
                 max_iter: int = 200, accelerate: bool = True, n_nodes: int = 64, warn: bool = True) -> KLResult:  # fmt: skip
     r"""The KL method at fixed hyperparameters: maximise ℒ over Gaussians q(f).
 
-    Natural-gradient ascent in the sites (book's algorithm box; [KL17]). From the current
-    q compute, at every point, ρ = ∂Ē/∂μ and
-    λ̂ = -2 ∂Ē/∂diag Σ
-    (:func:`~gpc_ref.gaussian_integrals.log_link_expectations`); then, with step β,
-
-        λ ← (1-β)λ + βλ̂,
-        ν ← (1-β)ν + β(ρ + Λ̂μ),
-
-    and refactorise B. With β = 1 the mean moves by Newton's step on
-    ∑_i Ē_i - ½μᵀ K⁻¹μ at fixed Σ and the precisions by
-    [OA09]'s fixed point λ = λ̂. The natural gradient is an
-    ascent direction, so a step that lowers ℒ is halved until it does not (and the next
-    step may be 1.25 times longer, at most 1).
-
-    Where the prior variance is large the fixed point converges slowly (the marginal variances of
-    many correlated points respond to every precision). Each step therefore first tries Anderson's
-    extrapolation [WN11] from the last five steps, and keeps it only if it raises ℒ; it
-    changes the path, never the fixed point, and is checked by the same bound.
-
-    Convergence: the gradient of ℒ in (μ, Σ),
-    (ρ - α, ½(λ - λ̂)),
-    has no component larger than ``tol`` in magnitude. Otherwise, after ``max_iter`` steps, a
-    :class:`ConvergenceWarning` names the count.
+    Natural-gradient ascent in the sites (Algorithm 13.1 (kl-alg) of the book's KL chapter, book/kl.ipynb;
+    [KL17]): (λ, ν) ← (1-β)(λ, ν) + β(λ̂, ρ + Λ̂μ), with ρ = ∂Ē/∂μ and λ̂ = -2 ∂Ē/∂diag Σ at the current q, the
+    step β halved while it would lower ℒ (the next up to 1.25β, at most 1). ℒ is concave here, so the maximum
+    is unique ([CB13]). Converged when no component of ℒ's gradient in (μ, Σ), (ρ - α, ½(λ - λ̂)), exceeds
+    ``tol`` in magnitude; otherwise, after ``max_iter`` steps, a :class:`ConvergenceWarning` names the count.
 
     Parameters
     ----------
@@ -456,12 +424,11 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     likelihood : "logistic" (default), "probit", LogisticLikelihood or ProbitLikelihood
     lam_init, nu_init : array (n,), optional
         Starting sites (a warm start, e.g. from nearby hyperparameters); default 0, i.e. q = prior.
-    tol : float
-        Largest gradient component that counts as converged.
-    max_iter : int
-        Natural-gradient steps before giving up.
+    tol, max_iter : float, int
+        The largest gradient component that counts as converged, and the steps before giving up.
     accelerate : bool
-        Try Anderson's extrapolation at every step (False: plain natural-gradient steps).
+        First try Anderson's extrapolation [WN11] from the last five steps at every step, kept only if it
+        raises ℒ: it changes the path, never the fixed point (False: plain natural-gradient steps).
     n_nodes : int
         Gauss–Hermite nodes of the one-dimensional expectations.
     warn : bool
@@ -470,11 +437,6 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     Returns
     -------
     KLResult
-
-    References
-    ----------
-    [OA09]; [CB13] (concavity: the maximum is unique); [KL17] (the natural-gradient step);
-    [GPML] §3.4 (the matrix B).
     """
     K = check_covariance(K, "K")
     n = K.shape[0]

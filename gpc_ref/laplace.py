@@ -316,26 +316,9 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
                  f_init: ArrayLike | None = None, tol: float = 1e-9, max_iter: int = 100) -> LaplaceMode:  # fmt: skip
     r"""Posterior mode of the latent values and the Laplace approximation around it.
 
-    Newton's method on Ψ(f) = log p(y | f) − ½ fᵀK⁻¹f (W&B 1997 eqs 3, 5–7), with W the negative
-    Hessian of log p(y | f) (diagonal), t = (y + 1)/2 and π the class-1 probabilities at f:
-
-        f^new = (K⁻¹ + W)⁻¹(Wf + ∇log p(y|f))
-        = K (I + WK)⁻¹(Wf + t - π),
-
-    computed in the stable form of GPML Algorithm 3.1: factorise B = I + W½KW½ = LLᵀ, then
-    b = W f + ∇log p, a = b − W½ B⁻¹ W½ K b and f_new = K a. Only B is factorised (its eigenvalues
-    are ≥ 1, so this works even when K is singular), once per step.
-
-    If a full step lowers Ψ it is halved until Ψ increases (a safeguard: for a concave Ψ the full
-    step almost always succeeds); a halved step never counts as converged.
-
-    Convergence: the gradient ∇Ψ = ∇log p(y | f) − K⁻¹f is below ``√tol × max(1, max|∇log p|)`` in
-    every component (``gradient_norm``: a mode is reported converged only when it is one), the change
-    of Ψ is below ``tol × max(1, |Ψ|)``, and W&B's rule (1997 §2.3, with their 1e-4) holds at ``√tol``:
-    the mean relative change of the elements of W between consecutive iterates. W&B's rule alone cannot
-    see sign changes (W is an even function of each f_i, flat at f_i = 0); and held at ``tol`` it is
-    decided by rounding where σ_f is large: there the latent values reach tens and the relative
-    changes of the W_i in the tails of the likelihood stay at 1e-9 however close f is to the mode.
+    Newton's method on Ψ(f) = log p(y|f) − ½fᵀK⁻¹f (W&B 1997 eqs 3, 5–7) in the stable form of GPML Algorithm
+    3.1, which factorises only B = I + W½KW½ (eigenvalues ≥ 1, so K may be singular). A full step that lowers Ψ
+    is halved until Ψ increases. The derivation and the convergence tests: book/laplace_binary.ipynb.
 
     Parameters
     ----------
@@ -348,10 +331,10 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
     f_init : array (n,), optional
         Starting point; default f = 0 (W&B: "initialized each time with π = 0.5").
     tol : float
-        Convergence tolerance (see above).
+        Converged when every abs(∇Ψ_i) ≤ √tol·max(1, max abs(∇log p)), abs(ΔΨ) ≤ tol·max(1, abs(Ψ)) and the
+        mean relative change of W (W&B 1997 §2.3's rule) is below √tol; a halved step never counts as converged.
     max_iter : int
-        Maximum number of Newton steps; reaching it gives a :class:`ConvergenceWarning` naming the
-        iteration count.
+        Maximum number of Newton steps; not converging gives a :class:`ConvergenceWarning` naming the iteration count.
 
     Returns
     -------
@@ -419,20 +402,10 @@ def laplace_mode(K: ArrayLike, y: ArrayLike, *, likelihood: BinaryLikelihood | N
 def laplace_evidence_gradient(mode: LaplaceMode, K: np.ndarray, dK: np.ndarray) -> np.ndarray:
     r"""Exact gradient of the approximate log evidence log q(y | X, θ), given the mode: Algorithm 4.3 (lapb-alg-gradient).
 
-    The gradient has an explicit part, at the fixed mode f̂, and an implicit part through the
-    mode's dependence on θ_j:
+        ∂log q/∂θ_j = ½ aᵀ (∂K/∂θ_j) a − ½ tr(R ∂K/∂θ_j) + ∑_i (∂log q/∂f̂_i)(∂f̂_i/∂θ_j),  R = (W⁻¹ + K)⁻¹:
 
-        ∂log q/∂θ_j = ½ aᵀ (∂K/∂θ_j) a − ½ tr(R ∂K/∂θ_j) + ∑_i (∂log q/∂f̂_i)(∂f̂_i/∂θ_j),
-
-    the first two terms explicit, the sum implicit,
-
-    with R = W½B⁻¹W½ = (W⁻¹ + K)⁻¹. Once ∇Ψ = 0 only ½ log det B depends on f̂, so
-
-        ∂log q/∂f̂_i = ½ [(K⁻¹ + W)⁻¹]_ii ∂³log p(y_i|f̂_i)/∂f̂_i³;
-
-    and the mode moves with θ_j as (the implicit term of W&B 1997 §2.3), where (I + KW)⁻¹ = I − KR:
-
-        ∂f̂/∂θ_j = (I + KW)⁻¹ (∂K/∂θ_j)(t − π̂).
+    the explicit terms at the fixed mode f̂, and the implicit one through the mode's dependence on θ_j
+    (W&B 1997 §2.3), derived in book/laplace_binary.ipynb.
 
     Parameters
     ----------
@@ -584,26 +557,23 @@ def laplace_predict_proba(
 
     ``method`` chooses how the logistic is squashed through the Gaussian:
 
-    - ``"erf_mixture"``: W&B 1997 §2.1, σ replaced by five scaled normal CDFs, each integrated
-      exactly (pass ``erf_scales``/``erf_coefficients`` to use another implementation's constants);
+    - ``"erf_mixture"``: W&B 1997 §2.1, σ replaced by five scaled normal CDFs, each integrated exactly;
     - ``"mackay"``: MacKay's probit approximation σ(μ_∗/√(1+πs_∗²/8)) (G&M eq 23);
     - ``"quadrature"``: 64-node Gauss–Hermite quadrature (GPML eq 3.25 evaluated numerically);
     - ``"exact"``: adaptive quadrature, slow, the reference.
 
-    For the probit likelihood the integral is exact, Φ(μ_∗/√(1+s_∗²)), whatever
-    ``method`` says.
+    For the probit likelihood the integral is exact, Φ(μ_∗/√(1+s_∗²)), whatever ``method`` says.
 
     Parameters
     ----------
     mean, var : arrays (m,)
         Latent predictive means and variances (:func:`laplace_predict_latent`).
     method : {"erf_mixture", "mackay", "quadrature", "exact"}
-        The rule for the logistic (see above).
+        The rule for the logistic (see above); default ``"erf_mixture"``.
     likelihood : LogisticLikelihood (default) or ProbitLikelihood
         Any likelihood other than the logistic gives ``likelihood.predict(mean, var)``.
     erf_scales, erf_coefficients : arrays (5,), optional
-        Constants of the erf mixture
-        (:func:`~gpc_ref.gaussian_integrals.sigmoid_gaussian_erf_mixture`).
+        Another implementation's erf-mixture constants (:func:`~gpc_ref.gaussian_integrals.sigmoid_gaussian_erf_mixture`).
 
     Returns
     -------
@@ -680,19 +650,16 @@ def maximize_laplace_evidence(
 ) -> tuple[HyperparameterFit, EvidenceAtTheta, float]:
     r"""Maximise a Laplace log evidence plus an optional log prior over θ with :func:`maximize`.
 
-    The search of :func:`map_hyperparameters` and of
-    :func:`gpc_ref.laplace_multiclass.softmax_laplace_optimize`. Each evaluation warm-starts Newton
-    from the previous evaluation's mode (cleared before every start; W&B restarted from f = 0: the
-    mode is the same, reached in fewer steps), with Newton's non-convergence warnings silenced. The
-    search is :func:`maximize`'s ``careful`` one (a scaled first step, no polishing of rounding noise).
-    An evidence from a mode that did not converge would be wrong, so such an evaluation counts as
-    failed and the maximiser rejects its step.
+    The search of :func:`map_hyperparameters` and :func:`gpc_ref.laplace_multiclass.softmax_laplace_optimize`:
+    :func:`maximize`'s ``careful`` one, each evaluation warm-starting Newton from the previous evaluation's mode
+    (cleared before every start; the same mode as W&B's start at f = 0, in fewer steps), its warnings silenced.
+    An evaluation whose mode did not converge (its evidence would be wrong) counts as failed: its step is rejected.
 
     Parameters
     ----------
     evidence_at : callable
-        ``(theta, f_init) -> evidence`` with ``log_evidence``, its ``gradient`` in θ and the
-        ``mode`` (``converged``, ``f``), Newton started from ``f_init`` (None: from f = 0).
+        ``(theta, f_init) -> evidence`` with ``log_evidence``, its ``gradient`` in θ and the ``mode``
+        (``converged``, ``f``), Newton started from ``f_init`` (None: from f = 0).
     theta0 : ndarray (P,)
         The first start.
     log_prior : callable, optional
@@ -707,8 +674,7 @@ def maximize_laplace_evidence(
     fit : HyperparameterFit
         The search.
     evidence : LaplaceEvidence or SoftmaxLaplaceEvidence
-        The evidence at ``fit.theta``: the search's own evaluation there (a converged mode), or, if
-        the search did not evaluate that point, a new one from f = 0 with the warnings on.
+        At ``fit.theta``: the search's own evaluation there, or a new one from f = 0 with the warnings on.
     log_prior : float
         The log prior at ``fit.theta`` (0 without a prior).
     """
@@ -766,42 +732,25 @@ def map_hyperparameters(
 ) -> MAPResult:
     r"""Hyperparameters by maximum penalised likelihood (W&B's MPL) or, with ``prior=None``, ML-II.
 
-    Maximises log q(y|X,θ) + log p(ϕ(θ)): the Laplace approximate
-    evidence (:func:`laplace_evidence`, exact gradient with the implicit term) plus W&B's
-    N(μ_0, s_0²) hyperprior on ϕ = Aθ
-    (:func:`gpc_ref.hyperparameters.log_hyperprior`); W&B 1998 §6 call this maximum penalised
-    likelihood. ``prior=None`` drops the prior (plain ML-II, as scikit-learn does). The search is
-    :func:`gpc_ref.hyperparameters.maximize`: L-BFGS-B in the box :func:`~gpc_ref.hyperparameters.theta_box`, from the
-    given kernel and from ``n_restarts`` further starts, either ``restart_from="start"``:
-    θ_0 + N(0, restart_sd²) per free coordinate, or ``"prior"``: drawn from
-    the hyperprior; converged only when its projected gradient is small.
-
-    Each evaluation is one of :func:`maximize_laplace_evidence`: Newton warm-started from the
-    previous mode, its non-convergence warnings silenced during the search (an evaluation whose mode
-    did not converge is rejected).
+    Maximises log q(y|X,θ) (:func:`laplace_evidence`) + log p(ϕ(θ)), ϕ = Aθ, by :func:`maximize_laplace_evidence`.
 
     Parameters
     ----------
     kernel : SEKernel
-        Starting kernel; ``kernel.theta_names`` are the parameters learnt.
-    X : ndarray (n, D)
-        Training inputs.
-    y : array (n,)
-        Labels in {−1, +1} (or {0, 1}).
+        Starting kernel; ``kernel.theta_names`` are learnt, in the box :func:`~gpc_ref.hyperparameters.theta_box`.
+    X, y : ndarray (n, D) and array (n,)
+        Training inputs and labels in {−1, +1} (or {0, 1}).
     prior : {"wb", None}
-        W&B's hyperprior, or none (ML-II).
+        W&B's N(μ_0, s_0²) hyperprior on ϕ (:func:`gpc_ref.hyperparameters.log_hyperprior`), or None (ML-II).
     prior_mean, prior_sd : float
-        The hyperprior (W&B: −3 and 3).
+        μ_0 and s_0 of the hyperprior (W&B: −3 and 3, the defaults).
     likelihood : optional
         As in :func:`laplace_mode` (default logistic).
     fixed : sequence of str
         Kernel parameter names held at their starting values.
-    n_restarts : int
-        Extra starts besides the given kernel (0 for a single run); they need ``rng``.
-    restart_from : {"start", "prior"}
-        Where the extra starts come from (see above).
-    restart_sd, rng, max_iter, tol, progress
-        As in :func:`gpc_ref.hyperparameters.maximize` (``restart_sd`` only for ``"start"``).
+    n_restarts, restart_from, restart_sd, rng, max_iter, tol, progress
+        ``n_restarts`` (default 3; 0: one run) extra starts, needing ``rng``: θ_0 + N(0, restart_sd²) per free
+        coordinate (``restart_from="start"``) or hyperprior draws (``"prior"``); the rest as in :func:`maximize`.
 
     Returns
     -------

@@ -256,15 +256,9 @@ def _psi(a, F, Y):
 def softmax_newton_step(K: ArrayLike, Y: ArrayLike, F: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """One Newton step for the softmax GP posterior mode in O(C n³) (W&B 1998 App. C, GPML Alg. 3.3).
 
-    The dense step is f^new = (K⁻¹ + W)⁻¹(W f + t - π) with the
-    Cn × Cn matrices K = blockdiag(K_c) and W = D - ΠΠᵀ.
-    Writing E = (K + D⁻¹)⁻¹ (block diagonal) and R for the Cn × n
-    stack of identities, the matrix inversion lemma gives
-
-        (K⁻¹ + W)⁻¹ = K - K [E - E R(∑_c E_c)⁻¹Rᵀ E] K,
-
-    so only the C blocks E_c and the n × n matrix ∑_c E_c
-    are ever factorised.
+    The dense step f^new = (K⁻¹ + W)⁻¹(W f + t - π), with K = blockdiag(K_c) and W = D - ΠΠᵀ (Cn × Cn), by the
+    matrix inversion lemma: only the C blocks E_c = (K_c + D_c⁻¹)⁻¹ and the n × n matrix ∑_c E_c are factorised
+    (derivation: book/laplace_multiclass.ipynb).
 
     Parameters
     ----------
@@ -321,48 +315,33 @@ def softmax_laplace_mode(
 ) -> SoftmaxLaplaceMode:
     """Mode of the multi-class softmax GP posterior and the Laplace approximation there.
 
-    Newton's method (W&B 1998 App. C) in the O(C n³) form of GPML Algorithm 3.3, with step
-    halving whenever a full step would decrease Ψ (the objective is concave, so a
-    full Newton step almost always succeeds; the halving only guards extreme hyperparameters).
-    Where no halved step raises Ψ, or :data:`MAX_DAMPED_STEPS` steps in a row had to be
-    halved, the Newton direction is spoilt by rounding (a covariance with eigenvalues of 1e8 and more)
-    and Newton stops, unconverged, instead of crawling on to ``max_iter``.
+    Newton's method (W&B 1998 App. C) in the O(C n³) form of GPML Algorithm 3.3; a full step that would decrease Ψ
+    is halved. Where no halved step raises Ψ, or :data:`MAX_DAMPED_STEPS` steps in a row had to be halved, rounding
+    has spoilt the Newton direction (covariance eigenvalues of 1e8 and more) and Newton stops, unconverged.
+    W = D − ΠΠᵀ is singular, but K⁻¹ + W is positive definite whenever K is, so the step is well defined.
 
     Parameters
     ----------
     K : ndarray (C, n, n) or (n, n)
-        Prior covariance of each class, or one matrix shared by every class. Jitter, if any,
-        must already be on its diagonal (``SEKernel.K`` adds it).
+        Prior covariance of each class, or one shared by every class, jitter included (``SEKernel.K`` adds it).
     Y : ndarray (n, C)
-        One-of-C targets (:func:`one_hot_labels` builds them from class codes); ``C >= 2``.
-        A class without training points is allowed.
+        One-of-C targets (:func:`one_hot_labels`), ``C >= 2``; a class without training points is allowed.
     f_init : ndarray (n, C), optional
-        Starting latent values (default zeros, i.e. π = 1/C, as W&B 1998 §5); the first step from
-        a given start is always taken, later ones are halved if they decrease Ψ.
+        Starting latent values (default zeros, π = 1/C, as W&B 1998 §5); the first step from it is never halved.
     tol : float
-        Stop when Ψ changes by less than ``tol·max(1, |Ψ|)`` between iterations *and* every
-        component of the gradient ∇Ψ = t − π − K⁻¹f is below √tol. (W&B 1998 stop when the mean relative change of the elements of W is
-        below 1e-4; a test on Ψ is scale free, and the gradient test makes "converged" mean a mode.)
+        Stop when Ψ changes by less than ``tol·max(1, |Ψ|)`` and every component of ∇Ψ = t − π − K⁻¹f is below √tol.
     max_iter : int
-        Maximum number of Newton iterations; reaching it gives a :class:`ConvergenceWarning`
-        naming the iteration count.
+        Maximum number of Newton iterations; not converging gives a :class:`ConvergenceWarning`.
 
     Returns
     -------
     SoftmaxLaplaceMode
         The mode, the factors ``L``, ``E``, ``M`` there, the log evidence and Newton's diagnostics.
 
-    Notes
-    -----
-    W = D − ΠΠᵀ is singular (W 1_i = 0 for the vector 1_i that adds the same amount to every class
-    at point i, because the softmax is invariant to it), but the Newton matrix K⁻¹ + W is positive
-    definite whenever K is, so the step is well defined.
-
     References
     ----------
-    [WB98] §4 and App. C; [GPML] Alg. 3.3 and eqs 3.38–3.45. GPML's Alg. 3.3 omits
-    Σ_i log M_ii from log q; it is included here (W&B 1998 App. C
-    determinant identity), and the test suite checks the result against the dense determinant.
+    [WB98] §4 and App. C; [GPML] Alg. 3.3 and eqs 3.38–3.45. Unlike GPML's Alg. 3.3, log q includes
+    Σ_i log M_ii (W&B 1998 App. C determinant identity).
     """
     Y = check_one_hot(Y)
     n, n_classes = Y.shape
@@ -488,17 +467,11 @@ def softmax_laplace_evidence(
 ) -> SoftmaxLaplaceEvidence:
     """Approximate log evidence of the softmax GP classifier and its gradient (GPML Alg. 5.2).
 
-        log q(t|X,θ) = -½f̂ᵀK⁻¹f̂ + log p(t|f̂) - ½ log|I + KW|
+        log q(t|X,θ) = -½f̂ᵀK⁻¹f̂ + log p(t|f̂) - ½ log|I + KW|,
+        ∂log q/∂θ_j = ½ aᵀ C_j a - ½tr((K + W⁻¹)⁻¹C_j) + sᵀ (I + KW)⁻¹ C_j a,
 
-    and, for each log-hyperparameter θ_j (C_j = ∂K/∂θ_j,
-    block diagonal),
-
-        (∂log q/∂θ_j) = ½ aᵀ C_j a - ½tr((K + W⁻¹)⁻¹C_j) + sᵀ (I + KW)⁻¹ C_j a,
-
-    where a = t - π̂, (K+W⁻¹)⁻¹ = E - ER(∑_c E_c)⁻¹RᵀE
-    and s_k = -½tr((K⁻¹+W)⁻¹∂W/∂f_k) is the derivative of the
-    determinant term through the mode; the last term is the implicit dependence of the mode,
-    ∂f̂/∂θ_j = (I + KW)⁻¹C_j(t - π̂) (W&B 1998 App. B/C).
+    with C_j = ∂K/∂θ_j (block diagonal), a = t - π̂ and s the derivative of the determinant term through the mode:
+    the last term is the implicit dependence of the mode (W&B 1998 App. B/C); derived in book/laplace_multiclass.ipynb.
 
     Parameters
     ----------
@@ -585,12 +558,10 @@ def softmax_laplace_optimize(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
                              tol: float = 1e-5, progress: bool = False) -> SoftmaxLaplaceFit:  # fmt: skip
     """Hyperparameters by maximising the approximate evidence (plus an optional log prior).
 
-    Maximises log q(t|X,θ) + log p(θ) with
-    :func:`gpc_ref.hyperparameters.maximize` (L-BFGS-B, the shared box, restarts, the gradient
-    test) using the exact gradient of :func:`softmax_laplace_evidence`. With W&B's Gaussian
-    hyperpriors this is their *maximum penalised likelihood* (MPL) estimate, which W&B 1998 §5
-    used for forensic glass (HMC was too slow there). Each evaluation warm-starts Newton from the
-    previous mode.
+    Maximises log q(t|X,θ) + log p(θ) by :func:`gpc_ref.laplace.maximize_laplace_evidence` (L-BFGS-B, restarts,
+    the exact gradient of :func:`softmax_laplace_evidence`, Newton warm-started from the previous mode). With W&B's
+    Gaussian hyperpriors this is their maximum penalised likelihood (MPL) estimate, which W&B 1998 §5 used for
+    forensic glass.
 
     Parameters
     ----------

@@ -328,50 +328,34 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
            glue: bool = True, write: bool | None = None) -> float:  # fmt: skip
     """Write one reproduced number to the scoreboard (or check it against the committed row) and glue it.
 
-    Returns ``our_value`` as a float. The scoreboard is written only by ``make execute`` and ``make reproduce``;
-    under ``make test`` a row that moved is an error (see the module docstring).
-
     Parameters
     ----------
-    paper : str
-        Short citation key of the source, e.g. ``"GR06"`` (as in references.bib).
-    table_or_figure : str
-        Where the paper reports it, e.g. ``"Table 1"``.
-    quantity : str
-        What it is, e.g. ``"Iris, VB test error (%)"``; unique within the paper's table.
-    paper_value : float or None
-        The paper's number (None if it gives none, e.g. only a figure).
-    our_value : float
-        The chapter's number, computed (round it to what is meaningful first).
-    our_error_bar : float, optional
-        Our error bar (see :func:`agreement`), or None.
-    protocol : str
-        How ours was obtained (splits, seeds, settings), briefly.
-    status : str
-        One of :data:`STATUSES`.
-    chapter_label : str
-        The MyST label of the chapter (or section) that computes it.
-    note : str
-        Why a difference remains, with the experiment that explains it; for ``"explained: paper error"`` the
-        label of the errata entry (``errata-...``, required); for ``"open"`` the experiments tried (the tests
-        require one).
-    paper_error_bar : float, optional
-        The paper's own error bar as it prints it (None if it gives none).
+    paper, table_or_figure, quantity : str
+        The source's citation key as in references.bib (``"GR06"``), where it reports the number (``"Table 1"``)
+        and what it is (``"Iris, VB test error (%)"``, unique within the paper's table).
+    paper_value, paper_error_bar : float or None
+        The paper's number and its own error bar as it prints it (None where it gives none, e.g. only a figure).
+    our_value, our_error_bar : float, float or None
+        The chapter's number, computed (round it to what is meaningful first), and its error bar (:func:`agreement`).
+    protocol, chapter_label : str
+        How ours was obtained, briefly (splits, seeds, settings); the MyST label of the chapter/section computing it.
+    status, note : str
+        One of :data:`STATUSES`; why a difference remains, with the experiment that explains it (required for
+        ``"explained: paper error"``, with the errata entry's label ``errata-...``, and for ``"open"``: what was tried).
     yardstick : str, optional
-        What the error bars are (:func:`check_yardstick`); required when ``our_error_bar`` or
-        ``paper_error_bar`` is given, e.g. ``"binomial sd"``, ``"se of the mean over splits; paper: sd over splits"``,
-        except on a ``"Conclusion"`` row, whose error bar is a standard error by default (``"standard error"``).
-    path : str
-        The CSV file (default ``reproductions.csv`` in the current directory).
-    glue : bool
-        Also glue ``our_value`` under :func:`glue_name` (needs myst_nb, as in the book's notebooks).
+        What the error bars are (:func:`check_yardstick`), e.g. ``"binomial sd"``; required with an error bar, except
+        on a ``"Conclusion"`` row, whose error bar is a standard error by default (``"standard error"``).
+    path, glue : str, bool
+        The CSV file (default ``reproductions.csv`` in the current directory); whether to also glue ``our_value``
+        under :func:`glue_name` (needs myst_nb, as in the book's notebooks).
     write : bool, optional
-        Write the row (True) or check it against the committed one (False); by default True exactly when the
-        environment has ``GPC_SCOREBOARD=write``.
+        Write the row (True) or check it against the committed one (False: a row that moved is an error); default True
+        exactly when the environment has ``GPC_SCOREBOARD=write``, as under ``make execute`` and ``make reproduce``.
 
     Returns
     -------
     float
+        ``our_value``.
     """
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}; got {status!r}")

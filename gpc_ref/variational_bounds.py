@@ -326,20 +326,17 @@ def lower_bound(
 ) -> LowerBound:
     r"""log Z' and its gradients (G&M eqs 33–36, eq 34 corrected), without inverting K.
 
-    With λ(ν) = tanh(ν/2)/(4ν), Λ = diag(λ(ν_n)) and d = (2t − 1)/2 (half the labels in ±1), the
-    lower bound on the log evidence is
+    With λ(ν) = tanh(ν/2)/(4ν), Λ = diag(λ(ν_n)) and d = (2t − 1)/2 (half the labels in ±1), the bound is
 
         log Z' = ∑_n(log σ(ν_n) - ν_n/2 + λ(ν_n)ν_n²) + ½ dᵀ (K⁻¹ + 2Λ)⁻¹d - ½ log det(I + 2ΛK)
 
-    (G&M print ½ dᵀ(K⁻¹ + 2Λ) d; the Gaussian integral gives the inverse). The posterior P_Q has
-    mean m = K(I + WK)⁻¹ d and covariance Σ = (K⁻¹ + W)⁻¹, W = 2Λ. The gradients, with
-    B = I + W½KW½, α = d − W m and K̇_j = ∂K/∂θ_j, are
+    (G&M print ½ dᵀ(K⁻¹ + 2Λ) d; the Gaussian integral gives the inverse). The posterior P_Q has mean
+    m = K(I + WK)⁻¹ d and covariance Σ = (K⁻¹ + W)⁻¹, W = 2Λ. With B = I + W½KW½, α = d − W m, K̇_j = ∂K/∂θ_j:
 
         (∂log Z'/∂ν_k) = λ'(ν_k)(ν_k² - m_k² - Σ_kk),
-        (∂log Z'/∂θ_j) = ½αᵀK̇_j α - ½ tr(W^½B⁻¹W^½K̇_j).
+        (∂log Z'/∂θ_j) = ½αᵀK̇_j α - ½ tr(W^½B⁻¹W^½K̇_j)
 
-    The first is G&M eq 35 collected into one term, with the sign of its first term corrected;
-    the second is eq 36 with H⁻¹W = W½B⁻¹W½.
+    (G&M eq 35 collected, the sign of its first term corrected; eq 36 with H⁻¹W = W½B⁻¹W½).
 
     Parameters
     ----------
@@ -623,57 +620,34 @@ def optimize_lower_bound(
 ) -> LowerBoundFit:
     r"""Maximise log Z' over the variational parameters ν and the log-hyperparameters θ (G&M §IV-C).
 
-    Two ways to handle ν:
-
-    - ``nu_update="gradient"`` (G&M): one L-BFGS-B run over the joint vector (ν, θ) with the
-      gradients of eqs 35 (corrected) and 36. The paper used conjugate gradients; L-BFGS is the
-      same kind of first-order method and needs fewer evaluations. ν is then polished by
-      fixed-point steps at the final θ (log Z' is flat in ν where λ'(ν) is small).
-    - ``nu_update="fixed_point"`` [JJ00]: ν is eliminated; for each θ the EM update
-      ν² = m² + Σ_nn is iterated to convergence (warm-started from the last θ), and L-BFGS-B runs
-      over θ alone. At the inner optimum ∂ log Z'/∂ν = 0, so the gradient in θ is eq 36 alone
-      (the envelope theorem).
-
-    The search is :func:`gpc_ref.hyperparameters.maximize` (θ in the shared box, ν unbounded,
-    converged only when the projected gradient is small). Restarts draw θ from
-    θ₀ + ``restart_sd``·N(0, I) with ν reset to √(diag K(θ)) (G&M ran 20 starts for the toy).
+    ``nu_update="gradient"`` (G&M): L-BFGS-B over (ν, θ) with eqs 35 (corrected) and 36, then fixed-point steps at
+    the final θ polish ν (log Z' is flat in ν where λ'(ν) is small). ``"fixed_point"`` [JJ00]: at each θ the EM
+    update ν² = m² + Σ_nn is iterated to convergence (warm-started) and L-BFGS-B runs over θ alone with eq 36 (the
+    envelope theorem). The search is :func:`gpc_ref.hyperparameters.maximize` (θ in the shared box, ν unbounded).
 
     Parameters
     ----------
     kernel : SEKernel
         Starting hyperparameters; those in ``kernel.theta`` are learnt.
-    X : array (n, D)
-        Training inputs.
-    t : array (n,)
-        Labels in {0, 1} (or {−1, +1}).
-    nu0 : array (n,), optional
-        Starting ν (default √(diag K), the prior root-mean-square of each latent value).
-    optimize_theta : bool
-        If False only ν is optimised (Θ fixed).
-    nu_update : {"gradient", "fixed_point"}
+    X, t : array
+        Training inputs (n, D) and labels (n,) in {0, 1} (or {−1, +1}).
+    nu0, nu_update : array (n,) or None, {"gradient", "fixed_point"}
+        Starting ν (default √(diag K), the prior root-mean-square of each latent value), and the route above.
+    optimize_theta, fixed : bool, sequence of str
+        If False only ν is optimised (Θ fixed); the kernel parameter names held at their starting values.
     log_prior : callable, optional
-        ``log_prior(theta) -> (value, gradient)``, a prior on the log-hyperparameters added to
-        log Z' (G&M used gamma priors on the lengthscales for the toy).
-    fixed : sequence of str
-        Kernel parameter names held at their starting values.
-    n_restarts : int
-        Extra random starts of θ; they need ``rng``.
-    rng : numpy.random.Generator or int, optional
-    restart_sd : float
-    max_iter : int
-        L-BFGS-B iterations per start.
-    tol : float
-        Relative tolerance of the gradient test.
-    fixed_point_tol, fixed_point_max_iter : float, int
-        The inner fixed-point iteration of ν.
+        ``log_prior(theta) -> (value, gradient)``, a prior on the log-hyperparameters added to log Z'.
+    n_restarts, rng, restart_sd : int, numpy.random.Generator or int (optional), float
+        Extra random starts θ₀ + ``restart_sd``·N(0, I) of θ, with ν reset to √(diag K(θ)); they need ``rng``.
+    max_iter, tol, fixed_point_tol, fixed_point_max_iter : int, float, float, int
+        L-BFGS-B iterations per start and relative gradient tolerance; likewise for the inner fixed point of ν.
     progress : bool
         Show a progress bar over the starts.
 
     Returns
     -------
     LowerBoundFit
-        A :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count and the gradient
-        norm if the search stops before converging.
+        A :class:`~gpc_ref.validation.ConvergenceWarning` (iterations, gradient norm) if the search stops unconverged.
     """
     kernel = check_kernel(kernel)
     X = check_matrix(X, "X")
@@ -808,24 +782,13 @@ def optimize_upper_bound(
 ) -> UpperBoundFit:
     r"""Minimise log Z'' over μ with Θ (hence K) fixed (G&M §IV-C): Algorithm 7.2 (vgc-alg-upper).
 
-    log Z'' is convex in μ (Hessian diag(1/(μ(1−μ))) + diag(s) K diag(s)) and its gradient
-    (eq 39) tends to ∓∞ at μ → 0, 1, so the minimum is unique and interior; there
-    μ_k = σ(−s_k (K b)_k). Two solvers:
+    log Z'' is convex in μ with a unique interior minimum, where μ_k = σ(−s_k (K b)_k). Two solvers:
 
-    - ``method="gradient"``: L-BFGS on the logits u = log(μ/(1−μ)) with the gradient of eq 39
-      (times dμ/du), the route G&M describe (they used conjugate gradients). Slow when K has large
-      eigenvalues (the condition number of the problem grows with them); convergence is judged by
-      the stationarity condition, not by the optimiser's own flag.
-    - ``method="newton"`` (default): the convex dual. Since
-      log σ(z) = min_μ[μz - H_2(μ)],
-
-          min_μ log Z''(μ)
-          = max_f[∑_n log σ(s_n f_n) - ½fᵀK⁻¹f],
-          μ_n = σ(-s_n f̂_n),
-
-      the maximum being the mode of the exact posterior: the Laplace mode, found by
-      :func:`gpc_ref.laplace.laplace_mode` (Newton in the stable form of GPML Alg. 3.1), after which
-      eq 38 is evaluated at μ.
+    - ``method="gradient"``: L-BFGS on the logits u = log(μ/(1−μ)) with the gradient of eq 39, G&M's route; slow
+      when K has large eigenvalues. Convergence also requires stationarity, not just the optimiser's own flag.
+    - ``method="newton"`` (default): the convex dual min_μ log Z''(μ) = max_f[∑_n log σ(s_n f_n) - ½fᵀK⁻¹f] with
+      μ_n = σ(-s_n f̂_n) (derived in the book's chapter), whose maximiser f̂ is the Laplace mode
+      (:func:`gpc_ref.laplace.laplace_mode`); eq 38 is then evaluated at μ.
 
     Parameters
     ----------
@@ -834,7 +797,7 @@ def optimize_upper_bound(
     t : array (n,)
         Labels in {0, 1} (or {−1, +1}).
     mu0 : array (n,), optional
-        Starting μ of the gradient method (Newton starts from f = 0).
+        Starting μ of the gradient method, strictly inside (0, 1) (Newton starts from f = 0).
     method : {"newton", "gradient"}
     max_iter : int, optional
         Newton steps (default 100) or L-BFGS iterations (default 5000).

@@ -469,20 +469,12 @@ def vb_probit_binary(
 ) -> VBResult:
     r"""Binary variational Bayes probit classification (G&R §4.4.1, eq 4.9).
 
-    One GP f ~ N(0, K), auxiliaries z_i ~ N(f_i, 1) and labels y_i = sign(z_i) ∈ {−1, +1}. Each
-    iteration updates Q(z), whose means shift the posterior means μ_i by p_i (footnote 6), and then
-    Q(f), GP regression with unit noise on the shifted means (eq 4.9):
-
-        p_i = y_i(ϕ(μ_i)/Φ(y_i μ_i)),
-        μ ← K(I + K)⁻¹(μ + p).
-
-    I + K is factorised once. The bound (Appendix C with C = 1 and the label probabilities
-    Φ(y_i μ_i)) is recorded every iteration; the loop stops when it rises by less than
-    ``tol``·max(1, abs(bound)) *and* the estimated distance of α to the fixed point is below √tol
-    (relative): the last change of α divided by 1 − ρ, with ρ the contraction rate estimated from
-    successive changes (:func:`gpc_ref.acceleration.fixed_point_converged`). A slowly contracting map
-    raises the bound by very little and moves α by very little per iteration while still far from its
-    fixed point: at ρ = 0.9999 the fixed point is ten thousand last steps away.
+    One GP f ~ N(0, K), auxiliaries z_i ~ N(f_i, 1) and labels y_i = sign(z_i) ∈ {−1, +1} [AC93]. Each iteration
+    updates Q(z), shifting the means by p_i = y_i(ϕ(μ_i)/Φ(y_i μ_i)) (footnote 6), then Q(f), GP regression with
+    unit noise on the shifted means: μ ← K(I + K)⁻¹(μ + p); I + K is factorised once. The bound (Appendix C with
+    C = 1) is recorded every iteration; the loop stops when it rises by less than ``tol``·max(1, abs(bound)) *and*
+    the estimated distance of α to its fixed point is below √tol (relative;
+    :func:`gpc_ref.acceleration.fixed_point_converged`; the book's VB probit chapter explains the second test).
 
     Parameters
     ----------
@@ -490,30 +482,21 @@ def vb_probit_binary(
         Prior covariance K (jitter included; G&R's C).
     t : array_like (n,)
         Labels y_i in {−1, +1} (or {0, 1}).
-    max_iter : int
-        Iterations at most (evaluations of the update map when accelerated).
-    tol : float
-        Relative rise of the bound below which the iterations stop (with the distance test above).
-    alpha_init : array_like (n,), optional
-        Starting α (so μ = K α); zeros by default.
-    z_init : array_like (n,), optional
-        Start from this Q(z) instead: the means of the auxiliaries z (e.g. ``Y`` of a run at another
-        kernel), so that the first α = (I + K)⁻¹ z, one Q(f) update. Not together with ``alpha_init``.
+    max_iter, tol : int, float
+        Iterations at most (evaluations of the update map when accelerated), and the relative tolerance above.
+    alpha_init, z_init : array_like (n,), optional
+        Starting α (so μ = K α; zeros by default), or instead a starting Q(z): means of the auxiliaries z (e.g.
+        ``Y`` of a run at another kernel), so that the first α = (I + K)⁻¹z, one Q(f) update. Not both.
     warn : bool
         Issue a :class:`~gpc_ref.validation.ConvergenceWarning` if the iterations stop unconverged.
     accelerate : bool
-        Extrapolate the iterations with SQUAREM [VR08]: same fixed point, far
-        fewer iterations when the kernel is large (the plain iteration's rate
-        approaches one); the bound is still recorded after every accepted cycle and never decreases.
+        SQUAREM extrapolation [VR08]: same fixed point, far fewer iterations when the kernel is large; the bound
+        is then recorded after every accepted cycle and never decreases.
 
     Returns
     -------
     VBResult
         with ``M``, ``Y``, ``alpha`` of shape (n, 1) and ``binary=True``.
-
-    References
-    ----------
-    [GR06] eq 4.9 and footnote 6; [AC93].
     """
     (C,) = _kernel_matrices(K, 1)
     n = C.shape[0]
@@ -547,17 +530,10 @@ def vb_probit_multiclass(
 ) -> VBResult:
     r"""C-class variational Bayes multinomial probit classification (G&R §4.3–4.4, eqs 4.1–4.6).
 
-    Every iteration updates Q(z) (eqs 4.3, 4.4: the truncated-Gaussian means,
-    Gauss–Hermite over u) and then Q(f) (eq 4.6), for each class c:
-
-        μ^c ← K_c(I + K_c)⁻¹(μ^c + p^c).
-
-    The C regressions are computationally independent; they are coupled only
-    through the shifts P, whose row i depends on all C means at point i.
-    The bound of Appendix C is recorded every iteration and never decreases
-    (a property the tests check); the loop stops when it rises by less than
-    ``tol``·max(1, abs(bound)) and the estimated distance of α to its fixed point is below √tol (as in
-    :func:`vb_probit_binary`).
+    Every iteration updates Q(z) (eqs 4.3, 4.4: the truncated-Gaussian means, Gauss–Hermite over u) and then Q(f)
+    (eq 4.6): μ^c ← K_c(I + K_c)⁻¹(μ^c + p^c) for each class c. The C regressions are coupled only through the
+    shifts P, whose row i depends on all C means at point i. The bound of Appendix C is recorded every iteration
+    and never decreases; the stopping test is that of :func:`vb_probit_binary`.
 
     Parameters
     ----------
@@ -569,12 +545,9 @@ def vb_probit_multiclass(
         Number of classes C; default ``max(t) + 1``. Every class needs an example.
     likelihood : MultinomialProbitLikelihood, optional
         Carries the Gauss–Hermite rule (default 48 nodes).
-    alpha_init : array_like (n, C), optional
-        Starting dual weights (zeros by default, i.e. all means μ_i^c = 0).
-    z_init : array_like (n, C), optional
-        Start from this Q(z) instead: the means of the auxiliaries z_i^c (e.g. ``Y`` of a run at another
-        kernel); the first dual weights are (I + K_c)⁻¹ z^c, one Q(f) update (eq 4.6). Not together with
-        ``alpha_init``.
+    alpha_init, z_init : array_like (n, C), optional
+        Starting dual weights (zeros by default, i.e. all μ_i^c = 0), or instead a starting Q(z): means of the
+        auxiliaries z_i^c (e.g. ``Y`` of a run at another kernel), so that α_c = (I + K_c)⁻¹z^c (eq 4.6). Not both.
     max_iter, tol, warn, accelerate
         As in :func:`vb_probit_binary` (``accelerate``: SQUAREM extrapolation [VR08] of the same iteration).
 

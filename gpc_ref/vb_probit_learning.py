@@ -149,32 +149,19 @@ def importance_sample_precisions(
 ) -> ImportanceStep:
     r"""Posterior mean of the kernel precisions by importance sampling (G&R eqs 4.5, 4.7): Algorithm 9.3 (vbp-alg-learn).
 
-    Draws φ^s_d ~ Exp(ψ̃_d) (rate
-    ψ̃_d, mean 1/ψ̃_d) and weights each sample
-    by the unnormalised Q(φ) over the prior, normalised over the samples:
+    Draws φ^s_d ~ Exp(ψ̃_d) (rate ψ̃_d, mean 1/ψ̃_d) and weights them by Q(φ) over the prior, self-normalised:
 
         φ̃ ≈ ∑_s φ^s w(φ^s),
         log w(φ^s) = ∑_c[log N(μ^c | 0, K_(φ^s)) - ½ tr(K_(φ^s)⁻¹Σ_c)] + const,
 
-    the sum running over the columns c of ``M`` that share this kernel. The trace
-    term is the rest of E_(Q(f^c))[log N(f^c|0, K_φ)];
-    eq 4.5 and Appendix A.3 as printed omit it (``include_trace=False``
-    reproduces the printed weights). The book shows that without it the
-    precisions all collapse towards zero on the toy problem of §6.1.
-
-    Σ_c = K_φ̃(I + K_φ̃)⁻¹
-    belongs to the current kernel (``kernel``). With K_φ̃ = L̃L̃ᵀ and
-    I + L̃ᵀL̃ = G Gᵀ, Σ = S Sᵀ with
-    S = L̃ G⁻ᵀ (push-through identity), so the trace is
-    ‖L_s⁻¹ S‖_F² for the factor L_s of K_(φ^s):
-    no inverse is formed. A sample whose covariance does not factorise with the
-    kernel's own jitter gets weight zero and is counted in ``n_failed``.
+    over the columns c of ``M``; Σ_c = K_φ̃(I + K_φ̃)⁻¹ is the current kernel's. Eq 4.5 and Appendix A.3 as printed
+    omit the trace; without it the precisions collapse towards zero (the book's VB probit chapter). A sample whose
+    covariance does not factorise with the kernel's jitter gets weight zero (``n_failed``), LinAlgError if all do.
 
     Parameters
     ----------
     kernel : SEKernel
-        The current kernel K_φ̃; supplies the variance,
-        jitter and whether there is one precision or one per input.
+        The current kernel K_φ̃; supplies the variance, jitter and whether there is one precision or one per input.
     X : array_like (n, D)
         Training inputs.
     M : array_like (n,) or (n, C)
@@ -295,56 +282,34 @@ def vb_probit_learn_kernel(
 ) -> KernelLearning:
     r"""Variational Bayes with the kernel precisions learnt by importance sampling (G&R §4.4, eqs 4.6–4.8).
 
-    Each iteration makes the sequential posterior-mean updates of §4.4:
-
-    1. Q(f): μ^c ← K_φ̃(I + K_φ̃)⁻¹(μ^c + p^c) (eq 4.6);
-    2. Q(z): the truncated-Gaussian means z̃_i^c at the new means μ_i^c (eqs 4.3, 4.4;
-       footnote 6 for binary), giving the next P; the bound,
-       conditioned on the current kernel, is recorded;
-    3. φ̃ ← ∑_s φ^s w(φ^s) (eq 4.7, :func:`importance_sample_precisions`,
-       by default with the trace term the printed eq 4.5 omits);
-    4. ψ̃_d ← (σ+1)/(τ + φ̃_d) (eq 4.8).
-
-    Q(f) uses the plug-in K_φ̃⁻¹ for
-    E[K_φ⁻¹] (G&R App. A.1), and the weights are random,
-    so the bound is not guaranteed to rise here (it is for a fixed kernel).
-    The initial precisions are those of ``kernel`` (the paper started from
-    φ_d = 1, i.e. ``lengthscale = 1/√2``), and the means μ^c start at zero.
+    Each iteration updates Q(f) with the current kernel (eq 4.6), Q(z) at the new means (eqs 4.3, 4.4; footnote 6
+    for binary), recording the bound conditioned on the kernel, then φ̃ (eq 4.7, :func:`importance_sample_precisions`)
+    and ψ̃_d ← (σ+1)/(τ + φ̃_d) (eq 4.8). With the plug-in K_φ̃⁻¹ for E[K_φ⁻¹] (App. A.1) and random weights the
+    bound need not rise. The precisions start from ``kernel``'s (the paper: φ_d = 1, ``lengthscale = 1/√2``), μ^c at 0.
 
     Parameters
     ----------
     kernel : SEKernel or sequence of SEKernel
-        One kernel shared by all classes (one φ for all, weights multiplied over
-        classes) or one per class (G&R's general class-specific precisions, φ_k in the paper). A scalar lengthscale learns
-        one common precision, an array one per input (ARD).
-    X : array_like (n, D)
-        Training inputs.
-    t : array_like (n,)
-        Classes c_i (codes 0..C−1), or labels y_i = ±1 with ``binary=True``.
+        One kernel shared by all classes (one φ, weights multiplied over classes) or one per class (G&R's φ_k).
+        A scalar lengthscale learns one common precision, an array one per input (ARD).
+    X, t : array_like
+        Training inputs (n, D), and classes c_i (codes 0..C−1) or labels y_i = ±1 with ``binary=True``, shape (n,).
     rng : numpy.random.Generator or int
-    n_iter : int
-        Number of iterations (the paper ran 50).
-    n_importance_samples : int
-        Samples per importance step (the paper used 500).
-    prior_shape, prior_rate : float
-        σ, τ of the Gamma prior on ψ (the paper: 1e-3 for the toy, vague).
-    n_classes : int, optional
-        C (default ``max(t) + 1``; ignored with ``binary=True``).
-    binary : bool
-        Use the one-GP binary model (labels ±1) instead of C GPs.
+    n_iter, n_importance_samples, prior_shape, prior_rate
+        Iterations, samples per importance step, and σ, τ of the Gamma prior on ψ (the paper: 50, 500, 1e-3, 1e-3).
+    n_classes, binary : int or None, bool
+        C (default ``max(t) + 1``; ignored with ``binary=True``), or the one-GP binary model (labels ±1).
     likelihood : MultinomialProbitLikelihood, optional
         Carries the Gauss–Hermite rule of Q(z) for C classes (default 48 nodes).
     include_trace : bool
-        Weights with the trace term (default) or as printed in eq 4.5; see
-        :func:`importance_sample_precisions`.
+        Weights with the trace term (default) or as printed in eq 4.5; see :func:`importance_sample_precisions`.
     progress : bool
         Show a tqdm progress bar.
 
     Returns
     -------
     KernelLearning
-        Run :func:`vb_probit_multiclass` (or :func:`vb_probit_binary`) with
-        ``KernelLearning.kernels`` fixed afterwards to converge Q(f)Q(z) for them.
+        Run :func:`vb_probit_multiclass` (or :func:`vb_probit_binary`) at the learnt ``kernels`` to converge Q(f)Q(z).
     """
     rng = check_rng(rng)
     X = check_matrix(X, "X")
@@ -488,58 +453,30 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
                              vb_tol_per_gradient: float = 0.1, progress: bool = False) -> BoundFit:  # fmt: skip
     r"""Kernel hyperparameters by maximising the VB lower bound at its fixed point (type-II ML on the bound).
 
-    For each θ the VB iterations are run to their fixed point (SQUAREM-accelerated, and
-    warm-started from the previous evaluation's Q(z): the first step is the Q(f) update of eq 4.6 at the
-    new kernel with that evaluation's z̃), and
-    ℒ(θ) and its gradient (module docstring) go to
-    :func:`gpc_ref.hyperparameters.maximize`. Unlike G&R's importance sampler this is deterministic and
-    stops on a gradient test; it learns every entry of ``kernel.theta`` (the signal variance included)
-    that ``fixed`` does not name.
-
-    The VB iterations of one evaluation are capped at ``vb_max_iter``. An evaluation that reaches the
-    cap is kept: its bound is the bound of a (not quite optimal) Q, still a lower bound on the
-    evidence, and its gradient is approximate; the next evaluation continues from its
-    z̃. ``trace`` and ``n_vb_capped`` report such evaluations, and if the
-    returned kernel's own VB run stopped at the cap the fit is not ``converged`` and a
-    :class:`~gpc_ref.validation.ConvergenceWarning` names ``vb_max_iter``. The posterior returned is the
-    one computed at the returned kernel during the search (no rerun).
+    For each θ the VB iterations run to their fixed point (SQUAREM-accelerated, warm-started) and ℒ(θ) with its
+    gradient (module docstring) go to :func:`gpc_ref.hyperparameters.maximize`; unlike G&R's importance sampler this
+    is deterministic and learns every entry of ``kernel.theta`` (the signal variance included) not named in ``fixed``.
 
     Parameters
     ----------
-    kernel : SEKernel or sequence of SEKernel
-        Starting kernel shared by every class, or one per class.
-    X : ndarray (n, D)
-        Training inputs.
-    t : array (n,)
-        Classes c_i (codes 0..C−1), or labels y_i = ±1 with ``binary=True``.
-    n_classes : int, optional
-        C (default ``max(t) + 1``).
-    binary : bool
-        The one-GP binary model (G&R §4.4.1).
+    kernel, X, t, n_classes, binary, likelihood
+        As in :func:`vb_probit_learn_kernel` (``kernel``, one shared or one per class, is the starting point).
     fixed : sequence of str
         Kernel parameter names held at their starting values (for per-class kernels, in every class).
-    likelihood : MultinomialProbitLikelihood, optional
-        The quadrature rule of the expectations over u (default 48 nodes).
     n_restarts, rng, max_iter, tol, progress
         As in :func:`gpc_ref.hyperparameters.maximize`.
-    vb_tol : float
-        The VB iterations' tolerance at each θ (tight: the gradient assumes a fixed point).
-    vb_max_iter : int
-        The cap on the VB iterations (evaluations of the fixed-point map) of one evaluation.
+    vb_tol, vb_max_iter : float, int
+        The VB tolerance at each θ (tight: the gradient assumes a fixed point), and the cap on one evaluation's VB
+        iterations. A capped evaluation is kept (its bound still a lower bound, its gradient approximate; see ``trace``,
+        ``n_vb_capped``); if the returned kernel's run was capped, the fit is not ``converged`` and a
+        :class:`~gpc_ref.validation.ConvergenceWarning` names ``vb_max_iter``.
     vb_tol_per_gradient : float
-        Far from the optimum the VB iterations stop when the estimated distance of α to its fixed point
-        (√tolerance) is this multiple of the previous evaluation's relative gradient
-        (largest free component over max(1, abs(bound))), between √vb_tol and 1e-3:
-        an inexact gradient where only its direction matters. Near the optimum (relative gradient within
-        ten times ``tol``) the evaluation is redone at ``vb_tol``, so the value and gradient the search stops
-        on are those of a fixed point. 0 runs every evaluation to ``vb_tol``. On 200 penguins and on the
-        4-class set of ``benchmarks/vb_probit.py`` (n = 300, 1000) the default reached the same kernel (to
-        1e-4 in the log-parameters) with 27–52 % fewer inner iterations than 0.
+        Far from the optimum VB stops at a distance of α to its fixed point (√tolerance) of this times the last
+        relative gradient (largest free component / max(1, abs(bound))), within [√vb_tol, 1e-3]; where that is
+        ≤ 10·``tol`` the evaluation is redone at ``vb_tol``. 0 runs every evaluation to ``vb_tol``.
     warm_start : bool
-        Start each evaluation's VB iterations from the previous evaluation's Q(z) (its
-        z̃; every start of the search begins from μ = 0);
-        ``False`` starts every evaluation from μ = 0. The fixed point, and so the
-        optimum, is the same (a test checks it); only the iterations differ.
+        Start each evaluation's VB from the previous one's z̃ (each search start from μ = 0), else from μ = 0;
+        the fixed point, and so the optimum, is the same.
 
     Returns
     -------

@@ -55,3 +55,25 @@ def test_public_functions_have_type_hints_and_numpydoc_sections(module_name):
     for name, function in _public_callables(module):
         problems += _problems(function, f"{module_name}.{name}")
     assert not problems, "\n".join(problems)
+
+
+#: help() of a function should fit on a screen; a class documents its parameters and attributes too
+FUNCTION_DOCSTRING_LINES, CLASS_DOCSTRING_LINES = 30, 42
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_public_docstrings_are_short_enough_to_read_under_help(module_name):
+    """Derivations, measurements and histories belong in the chapters and book/results/, not in help()."""
+    module = importlib.import_module(module_name)
+    too_long = []
+    for attribute in getattr(module, "__all__", []):
+        obj = getattr(module, attribute)
+        if inspect.isclass(obj) and obj.__module__ == module.__name__:
+            if len((inspect.getdoc(obj) or "").splitlines()) > CLASS_DOCSTRING_LINES:
+                too_long.append(attribute)
+    for name, function in _public_callables(module):
+        if len((inspect.getdoc(function) or "").splitlines()) > FUNCTION_DOCSTRING_LINES:
+            too_long.append(name)
+    assert not too_long, (
+        f"docstrings longer than {FUNCTION_DOCSTRING_LINES} lines (classes {CLASS_DOCSTRING_LINES}): {too_long}"
+    )

@@ -17,13 +17,11 @@ __all__ = ["VariationalBoundsGPC"]
 class VariationalBoundsGPC(GPCBase):
     r"""Gibbs & MacKay's variational GP classifier (binary), from the Jaakkola–Jordan bounds.
 
-    ``fit`` maximises the lower bound Z' jointly over the variational parameters ν and (with
-    ``optimize``) the kernel's log-hyperparameters, then, with those hyperparameters fixed,
-    minimises the upper bound Z'' over μ (G&M §IV-C;
-    :func:`~gpc_ref.variational_bounds.optimize_lower_bound`,
-    :func:`~gpc_ref.variational_bounds.optimize_upper_bound`). ``predict_proba`` uses the Gaussian
-    approximation of the posterior given by ``bound`` with MacKay's probit approximation
-    (G&M eqs 17–23, 27–29, with the corrections derived in the book).
+    ``fit`` maximises the lower bound Z' jointly over the variational parameters ν and (with ``optimize``) the kernel's
+    log-hyperparameters, then, with those hyperparameters fixed, minimises the upper bound Z'' over μ (G&M §IV-C;
+    :func:`~gpc_ref.variational_bounds.optimize_lower_bound`, :func:`~gpc_ref.variational_bounds.optimize_upper_bound`).
+    ``predict_proba`` uses the Gaussian approximation of the posterior given by ``bound`` with MacKay's probit
+    approximation (G&M eqs 17–23, 27–29, with the corrections derived in the book).
 
     Parameters
     ----------
@@ -46,9 +44,8 @@ class VariationalBoundsGPC(GPCBase):
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        ``classes_[1]`` is G&M's t = 1.
-    kernel_ : SEKernel
+    classes_, kernel_ : ndarray, kernel
+        ``classes_[1]`` is G&M's t = 1; the kernel learnt (or given).
     log_marginal_likelihood_ : float
         The chosen bound: log Z' (a lower bound on the log evidence) or log Z'' (an upper bound).
     log_marginal_likelihood_bounds_ : (float, float)

@@ -17,60 +17,41 @@ __all__ = ["EPGPC"]
 class EPGPC(GPCBase):
     r"""Binary Gaussian process classifier by expectation propagation (Kim & Ghahramani 2003).
 
-    The posterior over the latent values is the EP Gaussian
-    (:func:`gpc_ref.ep.expectation_propagation`); the hyperparameters are learnt by EM-EP
-    (:func:`gpc_ref.ep_learning.em_ep`) or by maximising the EP evidence directly
-    (:func:`gpc_ref.ep_learning.maximize_ep_evidence`), or kept fixed.
+    The posterior is the EP Gaussian (:func:`gpc_ref.ep.expectation_propagation`); the hyperparameters are learnt by
+    maximising the EP evidence (:func:`gpc_ref.ep_learning.maximize_ep_evidence`) or by EM-EP
+    (:func:`gpc_ref.ep_learning.em_ep`), or kept fixed. ``classes_[1]`` is K&G's y = +1.
 
     Parameters
     ----------
-    kernel : SEKernel or None
-        Starting (or fixed) kernel. None gives a unit SE kernel for the probit and, for the
-        label-noise likelihood, K&G's starting covariance (their footnote 7): ``SEKernel(variance=1,
-        lengthscale=1/√0.05, bias=1e-4, jitter=1e-3, learn_bias=True, learn_jitter=True)``; the
-        jitter is their latent noise v_2.
-    optimize : bool
-        Learn the hyperparameters (``method`` says how) or keep ``kernel``.
-    rng : int or numpy.random.Generator
-        Seeds the restarts of the direct maximisation.
-    progress : bool
-        Show EM-EP's progress.
-    method : {"evidence", "em"}
-        Direct maximisation of the EP evidence by its gradient (the default: on the EP chapter's
-        measurements it reaches the optimum tens of times faster), or K&G's EM-EP (§4), stopped by
-        the same gradient test.
-    acceleration : {"squarem", None}
-        For ``method="em"``: SQUAREM-extrapolated EM (the default; same fixed points) or K&G's plain EM,
-        which can need thousands of E-steps (:func:`gpc_ref.ep_learning.em_ep`).
+    kernel, optimize : SEKernel or None, bool
+        Starting kernel, learnt if ``optimize`` (else fixed). None: a unit SE kernel for the probit; for the label-noise
+        likelihood K&G's starting covariance (footnote 7), ``SEKernel(variance=1, lengthscale=1/√0.05, bias=1e-4,
+        jitter=1e-3, learn_bias=True, learn_jitter=True)``, whose jitter is their latent noise v_2.
+    rng, progress : int or numpy.random.Generator, bool
+        Seed of the direct maximisation's restarts; show EM-EP's progress.
+    method, acceleration : {"evidence", "em"}, {"squarem", None}
+        Maximise the EP evidence by its gradient (default, much faster: EP chapter, section `ep-em-vs-direct`), or K&G's
+        EM-EP (§4) stopped by the same gradient test, SQUAREM-extrapolated by default (same fixed points; K&G's plain
+        EM, ``acceleration=None``, can need thousands of E-steps).
     likelihood : {"probit", "label_noise"}
-        Φ(yf), or K&G's eq 9 ε + (1-2ε)H(yf) with the latent noise in
-        the kernel.
-    epsilon : float
-        Starting (or fixed) labelling-error rate for ``"label_noise"``.
-    learn_epsilon : bool
-        Learn ε (``"label_noise"`` only): K&G's r/n in EM-EP, its gradient otherwise.
-    fixed : tuple of str
-        Kernel parameter names (``kernel.theta_names``) held fixed while learning.
-    n_restarts : int
-        Extra random starts of the direct maximisation.
-    schedule : {"parallel", "sequential"}
-        EP's schedule (:func:`gpc_ref.ep.expectation_propagation`): all sites from one posterior and
-        one factorisation per sweep, or K&G's one site at a time (same fixed point).
-    max_iter, tol : int, float
-        L-BFGS-B iterations (``"evidence"``) or E-steps (``"em"``), and the relative tolerance of the
+        Φ(yf), or K&G's eq 9 ε + (1-2ε)H(yf) with the latent noise in the kernel.
+    epsilon, learn_epsilon : float, bool
+        Starting (or fixed) labelling-error rate ε for ``"label_noise"``, and whether to learn it (K&G's r/n in EM-EP,
+        its gradient otherwise).
+    fixed, n_restarts, max_iter, tol : tuple of str, int, int, float
+        Kernel parameter names (``kernel.theta_names``) held fixed while learning; extra random starts of the direct
+        maximisation; L-BFGS-B iterations (``"evidence"``) or E-steps (``"em"``), and the relative tolerance of the
         gradient test both use.
-    damping : float in (0, 1]
-        EP damping (EP restarts with more damping by itself if it fails while learning).
+    schedule, damping : {"parallel", "sequential"}, float in (0, 1]
+        EP's sweep (same fixed point): all sites from one posterior and one factorisation, or K&G's one site at a time;
+        its damping (EP restarts with more damping by itself if it fails while learning).
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        ``classes_[1]`` is the paper's y = +1.
-    kernel_ : SEKernel
-    epsilon_ : float
-        The labelling-error rate used (0 for the probit).
-    log_marginal_likelihood_ : float
-        The EP approximation to the log evidence at ``kernel_`` and ``epsilon_`` (K&G eq 12).
+    classes_, kernel_ : ndarray, kernel
+        The class labels, sorted, and the kernel learnt (or given).
+    log_marginal_likelihood_, epsilon_ : float
+        The EP approximate log evidence (K&G eq 12) at ``kernel_`` and the error rate ``epsilon_`` (0 for the probit).
     posterior_ : EPResult
     hyperparameter_fit_ : EMEPResult, EvidenceFitResult or None
     n_iter_ : int

@@ -17,13 +17,13 @@ __all__ = ["KLGPC"]
 class KLGPC(GPCBase):
     r"""Binary Gaussian process classifier by the KL method (Opper & Archambeau 2009; Nickisch & Rasmussen 2008 §3.5).
 
-    The posterior over the latent values is the Gaussian q(f) = N(m, V) that
-    maximises the evidence lower bound
-    ℒ = ∑_i E_q[log p(y_i | f_i)] - KL(q ‖ p(f))
-    (:func:`gpc_ref.kl.kl_gaussian`); with ``optimize`` the kernel's hyperparameters maximise the same
-    bound (:func:`gpc_ref.kl.maximize_kl_bound`, exact gradient). ``predict_proba`` integrates the
-    likelihood against the Gaussian latent predictive: exactly for the probit, by the rule
-    ``prediction`` of :mod:`gpc_ref.gaussian_integrals` for the logistic.
+    The posterior over the latent values is the Gaussian q(f) = N(m, V) that maximises the evidence lower bound
+
+        ℒ = ∑_i E_q[log p(y_i | f_i)] - KL(q ‖ p(f))
+
+    (:func:`gpc_ref.kl.kl_gaussian`); with ``optimize`` the kernel's hyperparameters maximise the same bound
+    (:func:`gpc_ref.kl.maximize_kl_bound`, exact gradient). ``predict_proba`` integrates the likelihood against the
+    Gaussian latent predictive: exactly for the probit, by the rule ``prediction`` for the logistic.
 
     Parameters
     ----------
@@ -31,33 +31,26 @@ class KLGPC(GPCBase):
         Starting (or, with ``optimize=False``, fixed) kernel; None is a unit SE kernel.
     optimize : bool
         Learn the hyperparameters by maximising the bound, or keep ``kernel``.
-    rng : int or numpy.random.Generator
-        Seeds the random restarts of the search.
-    progress : bool
-        Show a progress bar over the restarts.
+    rng, progress : int or numpy.random.Generator, bool
+        Seed of the search's random restarts; show a progress bar over them.
     likelihood : {"logistic", "probit"}
         σ(yf) or Φ(yf).
     fixed : tuple of str
         Kernel parameter names (``kernel.theta_names``) held fixed while learning.
-    n_restarts : int
-        Extra random starts of the search.
-    max_iter, tol : int, float
-        L-BFGS-B iterations per start and the relative tolerance of its gradient test.
+    n_restarts, max_iter, tol : int, int, float
+        Extra random starts of the search, L-BFGS-B iterations per start, relative tolerance of its gradient test.
     prediction : {"erf_mixture", "mackay", "quadrature", "exact"}
-        The Gaussian–sigmoid integral for the logistic (ignored for the probit, whose integral is exact).
+        The Gaussian–sigmoid integral for the logistic (:mod:`gpc_ref.gaussian_integrals`; ignored for the probit).
 
     Attributes
     ----------
-    classes_ : ndarray (2,)
-        ``classes_[1]`` is the paper's y = +1.
-    kernel_ : SEKernel
+    classes_, kernel_ : ndarray, kernel
+        ``classes_[1]`` is the paper's y = +1; the kernel learnt (or given).
     log_marginal_likelihood_ : float
-        The maximised bound ℒ at ``kernel_``: a *lower bound* on the log evidence
-        (up to the one-dimensional quadrature's error, about 1e-10 per point), not an approximation that
-        may lie on either side of it.
+        The maximised ℒ at ``kernel_``: a *lower bound* on the log evidence (up to the one-dimensional quadrature's
+        error, about 1e-10 per point), not an approximation that may lie on either side of it.
     posterior_ : KLResult
-        Its ``converged`` is True only when the gradient of ℒ in (m, V)
-        passed its test.
+        Its ``converged`` is True only when the gradient of ℒ in (m, V) passed its test.
     hyperparameter_fit_ : KLFit or None
         The search (its ``converged``: the projected gradient in the log-hyperparameters passed its test).
     n_iter_ : int

@@ -16,71 +16,44 @@ __all__ = ["LaplaceGPC"]
 class LaplaceGPC(GPCBase):
     r"""Gaussian process classifier by the Laplace approximation (Williams & Barber 1997, 1998).
 
-    Two classes: a logistic (or probit) likelihood, the posterior mode by Newton's method
-    (:func:`gpc_ref.laplace.laplace_mode`) and class probabilities from the Gaussian latent
-    predictive. More than two classes: the softmax Laplace approximation of W&B 1998 §4
-    (:mod:`gpc_ref.laplace_multiclass`; one coupled model over all classes, never one-vs-rest).
-    Inputs are used as given; W&B standardise them on the training set first.
+    Binary (``classes_[1]`` is W&B's y = +1): the mode by Newton's method (:mod:`gpc_ref.laplace`); more classes: the
+    coupled softmax model of W&B 1998 §4 (:mod:`gpc_ref.laplace_multiclass`). Inputs are not standardised (W&B do).
 
     Parameters
     ----------
-    kernel : SEKernel or None
-        Starting (or, with ``optimize=False``, fixed) kernel; None is a unit SE kernel.
-    optimize : bool
-        Learn the hyperparameters (``method`` says how) or keep ``kernel``.
-    rng : int or numpy.random.Generator
-        Seeds restarts, HMC and Monte Carlo predictions.
-    progress : bool
-        Show progress bars (restarts, HMC).
-    method : {"map", "hmc"}
-        ``"map"``: maximise the Laplace evidence plus W&B's hyperprior (their MPL; ML-II with
-        ``prior=None``; :func:`~gpc_ref.laplace.map_hyperparameters`, multi-class
-        :func:`~gpc_ref.laplace_multiclass.softmax_laplace_optimize`). ``"hmc"`` (two classes):
-        start from the MAP point and sample the hyperparameters by Hybrid Monte Carlo
-        (:func:`~gpc_ref.hmc.laplace_hmc`), averaging predictions over the samples (W&B 1997 eq 9).
+    kernel, optimize, method : SEKernel or None, bool, {"map", "hmc"}
+        The starting kernel (None: a unit SE kernel), kept fixed unless ``optimize``. Learning: ``"map"`` maximises the
+        Laplace evidence plus W&B's hyperprior (their MPL; ML-II with ``prior=None``); ``"hmc"`` (two classes) samples
+        the hyperparameters by Hybrid Monte Carlo from the MAP point, averaging predictions over them (W&B 1997 eq 9).
+    rng, progress : int or numpy.random.Generator, bool
+        Seed and progress bars of the restarts and HMC (the seed also drives Monte Carlo predictions).
     likelihood : {"logistic", "probit"}
         The binary likelihood (the multi-class model is the softmax, the logistic's generalisation).
-    prior : {"wb", None}
-        W&B's normal priors on their log-hyperparameters (mean ``prior_mean``, standard deviation
-        ``prior_sd``), or none.
-    prior_mean, prior_sd : float
-        W&B: −3 and 3.
-    n_restarts : int
-        Extra optimiser starts besides the given kernel.
-    max_iter, tol : int, float
-        L-BFGS-B iterations per start and the relative gradient tolerance.
-    prediction : {"erf_mixture", "mackay", "quadrature", "exact"}
-        How the binary logistic latent predictive is squashed.
-    multiclass_prediction : {"qmc", "gauss_hermite", "cubature", "monte_carlo"}
-        How the multi-class latent predictive is pushed through the softmax (deterministic
-        quasi-Monte Carlo by default, accurate for the large latent variances evidence-optimal
-        hyperparameters produce).
+    prior, prior_mean, prior_sd : {"wb", None}, float, float
+        W&B's normal priors on the log-hyperparameters (mean ``prior_mean``, s.d. ``prior_sd``; W&B: −3, 3), or none.
+    n_restarts, max_iter, tol : int, int, float
+        Extra optimiser starts besides the given kernel, L-BFGS-B iterations per start, relative gradient tolerance.
+    prediction, multiclass_prediction : str
+        Integral of the latent predictive: binary logistic {"erf_mixture", "mackay", "quadrature", "exact"}; softmax
+        {"qmc", "gauss_hermite", "cubature", "monte_carlo"} (default QMC: deterministic, accurate at large variances).
     hmc_options : dict or None
-        Keyword arguments for :func:`~gpc_ref.hmc.laplace_hmc` (``step_size``, ``n_leapfrog``,
-        ``n_iter``, ``burn_in``).
+        Keyword arguments of :func:`~gpc_ref.hmc.laplace_hmc` (``step_size``, ``n_leapfrog``, ``n_iter``, ``burn_in``).
 
     Attributes
     ----------
-    classes_ : ndarray
-        Sorted labels; for two classes the second is the paper's y = +1.
-    kernel_ : SEKernel
-        The kernel of the Laplace approximation (the MAP kernel when learnt; HMC's start).
+    classes_, kernel_ : ndarray, kernel
+        The class labels, sorted, and the kernel learnt (or given).
     log_marginal_likelihood_ : float
-        The Laplace approximation to the log evidence at ``kernel_`` (W&B 1997 eq 10;
-        multi-class: its softmax analogue, GPML eq 3.44).
+        The Laplace log evidence at ``kernel_`` (the MAP kernel when learnt; W&B 1997 eq 10, multi-class GPML eq 3.44).
     posterior_ : LaplaceMode or SoftmaxLaplaceMode
-    hyperparameter_fit_ : MAPResult, SoftmaxLaplaceFit or None
-    hmc_ : LaplaceHMCResult or None
+    hyperparameter_fit_, hmc_ : MAPResult, SoftmaxLaplaceFit or None; LaplaceHMCResult or None
     n_iter_ : int
         L-BFGS-B iterations of the hyperparameter search, or Newton steps for a fixed kernel.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(40, 2)); y = np.where(X[:, 0] > 0, "yes", "no")
-    >>> model = LaplaceGPC(optimize=False).fit(X, y)
-    >>> model.predict_proba(X[:2]).shape
+    >>> X = [[x / 10, 0.0] for x in range(-20, 20)]; y = ["no"] * 20 + ["yes"] * 20
+    >>> LaplaceGPC(optimize=False).fit(X, y).predict_proba(X[:2]).shape
     (2, 2)
     """
 

@@ -94,54 +94,29 @@ def _warn_if_degenerate(fit, kernels):
 class VBProbitGPC(GPCBase):
     r"""Girolami & Rogers' variational Bayes multinomial probit GP classifier (binary or C classes).
 
-    ``fit`` iterates the Q(M)/Q(Y) updates of G&R eqs 4.6 (C classes) or 4.9 (binary, one GP) to
-    convergence of the lower bound (:func:`gpc_ref.vb_probit.vb_probit_multiclass`,
-    :func:`~gpc_ref.vb_probit.vb_probit_binary`). With ``optimize`` it first learns the kernel, by one of:
-
-    - ``method="bound"`` (default): maximise the lower bound at the VB fixed point over every kernel
-      log-parameter by L-BFGS-B with the exact gradient, stopping on the gradient
-      (:func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound`; ``benchmarks/vb_probit.py`` times it
-      against softmax Laplace and scikit-learn). Deterministic. The posterior is the one the search
-      computed at the learnt kernel (``hyperparameter_fit_.vb``), not a rerun. The bound is not the
-      evidence: where the classes overlap its maximum can be (nearly) the constant classifier, and the
-      estimator then warns (``UserWarning``); the VB chapter (section "When the bound is a good
-      criterion, and when it prefers the constant classifier") measures when it is a good criterion.
-    - ``method="importance_sampling"``: G&R's §4.4, the precisions' posterior means by importance
-      sampling with the Exp/Gamma hierarchy (eqs 4.5, 4.7, 4.8;
-      :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`), a fixed number of iterations, the
-      signal variance kept. What the paper ran. The kernel is then fixed and VB converged.
-
-    ``predict_proba`` is §4.5 / Appendix B.
+    ``fit`` iterates G&R's Q(M)/Q(Y) updates, eqs 4.6 (C classes) or 4.9 (binary, one GP), to convergence of the lower
+    bound (:mod:`gpc_ref.vb_probit`), after learning the kernel if ``optimize``; ``predict_proba`` is §4.5 / App. B.
 
     Parameters
     ----------
     kernel : SEKernel, list of SEKernel, or None
-        Shared kernel (a unit SE kernel if None) or one per class. G&R's
-        exp(-∑_d φ_d(x_d - x'_d)²) is ``SEKernel(lengthscale=1/sqrt(2 phi))``.
-    optimize : bool
-        Learn the kernel first (see ``method``), or keep ``kernel``.
-    rng : int or numpy.random.Generator
-        Seeds the importance sampler, or the bound's random restarts.
-    progress : bool
-    method : {"bound", "importance_sampling"}
-        How the kernel is learnt.
+        Shared (unit SE if None) or one per class; G&R's exp(-∑_d φ_d(x_d - x'_d)²) is SEKernel(lengthscale=1/√(2φ)).
+    optimize, method : bool, {"bound", "importance_sampling"}
+        Learn the kernel first or keep ``kernel``. ``"bound"`` (default, deterministic): L-BFGS-B on the bound at the VB
+        fixed point over every kernel log-parameter, keeping the search's posterior (``hyperparameter_fit_.vb``). The
+        bound is not the evidence: if the classes overlap its maximum can be (nearly) the constant classifier, and a
+        ``UserWarning`` says so (VB chapter, section `vb-learning-caution`). ``"importance_sampling"``, what G&R ran
+        (§4.4, eqs 4.5, 4.7, 4.8): importance-sampled precisions for a fixed number of iterations, signal variance kept.
+    rng, progress : int or numpy.random.Generator, bool
+        Seed of the importance sampler or of the bound's random restarts; progress display.
     learning_options : dict or None
-        Keyword arguments for the learner: for ``"bound"``, those of
-        :func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound` (``fixed``, ``n_restarts``, ``max_iter``,
-        ``tol``, ``vb_tol``, ``vb_max_iter``, ``warm_start``); for ``"importance_sampling"``, those of
-        :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel` (``n_iter``, ``n_importance_samples``,
-        ``prior_shape``, ``prior_rate``, ``include_trace``; the paper: 50 iterations of 500 samples).
-    max_iter, tol : int, float
-        Limits of the fixed-kernel iterations (stop when the bound rises by less than
-        tol·max(1, abs(bound)) and the estimated distance to the fixed point, the last step over one minus the
-        contraction rate, is below √tol: :func:`gpc_ref.acceleration.fixed_point_converged`; with SQUAREM,
-        ``max_iter`` counts evaluations of the map, and a large kernel variance can need thousands). Used with ``optimize=False`` and
-        with ``method="importance_sampling"``; the bound learner's own iterations take ``vb_tol`` and
-        ``vb_max_iter`` from ``learning_options``.
-    accelerate : bool
-        SQUAREM extrapolation of the fixed-kernel iterations (same fixed point, far fewer iterations
-        when the kernel variance is large and the plain map contracts slowly). The bound learner always
-        accelerates.
+        Keyword arguments of :func:`~gpc_ref.vb_probit_learning.vb_probit_maximize_bound` or
+        :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel` (by default G&R's 50 iterations of 500 samples).
+    max_iter, tol, accelerate : int, float, bool
+        Fixed-kernel iterations (not the bound learner's: ``vb_max_iter``, ``vb_tol``, always accelerated): stop if the
+        bound rises by less than tol·max(1, abs(bound)) and the estimated distance to the fixed point is below √tol
+        (:func:`gpc_ref.acceleration.fixed_point_converged`). ``accelerate``: SQUAREM (same fixed point, far fewer
+        iterations at a large kernel variance), ``max_iter`` then counting map evaluations, which can run to thousands.
     n_nodes : int
         Gauss–Hermite nodes for the expectations over u.
     two_class : {"binary", "multiclass"}
@@ -149,20 +124,15 @@ class VBProbitGPC(GPCBase):
 
     Attributes
     ----------
-    classes_, kernel_
+    classes_, kernel_ : ndarray, kernel
+        The class labels, sorted, and the kernel learnt (or given).
     log_marginal_likelihood_ : float
         The variational lower bound on log p(t | X, ``kernel_``) (G&R Appendix C, corrected).
-    posterior_ : VBResult
-    hyperparameter_fit_ : BoundFit, KernelLearning or None
+    posterior_, hyperparameter_fit_ : VBResult; BoundFit, KernelLearning or None
     lower_bound_ : ndarray
-        The bound at every iteration: the learning phase (each value conditioned on that
-        iteration's kernel; for ``"bound"``, at every evaluation of the search, NaN where VB failed)
-        followed by the iterations of the posterior at the final kernel (for ``"bound"``, those of
-        the search's evaluation there, warm-started).
+        Bound per learning iteration (``"bound"``: search evaluation, NaN if VB failed), then per final VB iteration.
     n_iter_ : int
-        Iterations of the learner when the kernel is learnt (L-BFGS-B iterations for ``"bound"``,
-        importance-sampling iterations for ``"importance_sampling"``), as for the other estimators;
-        otherwise those of the Q(M)/Q(Y) updates. ``posterior_.n_iter`` always counts the latter.
+        Learner iterations (L-BFGS-B or importance sampling) if the kernel is learnt, else ``posterior_.n_iter``.
     """
 
     def __init__(
@@ -231,12 +201,11 @@ class VBProbitGPC(GPCBase):
 class GibbsProbitGPC(GPCBase):
     r"""Albert & Chib's Gibbs sampler for binary and multinomial probit GP classification (G&R Appendix D).
 
-    ``fit`` runs :func:`gpc_ref.gibbs.gibbs_probit_multiclass` (or
-    :func:`~gpc_ref.gibbs.gibbs_probit_binary` for two classes with ``two_class="binary"``);
-    ``predict_proba`` averages the predictive distribution over the retained samples
-    (Rao–Blackwellised, :func:`~gpc_ref.gibbs.gibbs_predict_proba`). The sampler does not learn the
-    kernel; with ``optimize`` it is first learnt as G&R did for Table 1, by VB with importance-sampled
-    precisions (:func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`).
+    ``fit`` runs :func:`gpc_ref.gibbs.gibbs_probit_multiclass` (or :func:`~gpc_ref.gibbs.gibbs_probit_binary` for two
+    classes with ``two_class="binary"``); ``predict_proba`` averages the predictive distribution over the retained
+    samples (Rao–Blackwellised, :func:`~gpc_ref.gibbs.gibbs_predict_proba`). The sampler does not learn the kernel; with
+    ``optimize`` it is first learnt as G&R did for Table 1, by VB with importance-sampled precisions
+    (:func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`).
 
     Parameters
     ----------
@@ -247,8 +216,7 @@ class GibbsProbitGPC(GPCBase):
     progress : bool
         Show a progress bar while sampling.
     learning_options : dict or None
-        For G&R's importance-sampling kernel learning, as the paper did
-        (:func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`).
+        Keyword arguments of G&R's kernel learning, :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`.
     n_samples, burn_in, thin : int
         Retained samples, discarded iterations, and thinning (the paper: 1000 after 2000).
     n_predictive_samples : int or None
@@ -261,12 +229,12 @@ class GibbsProbitGPC(GPCBase):
 
     Attributes
     ----------
-    classes_, kernel_
+    classes_, kernel_ : ndarray, kernel
+        The class labels, sorted, and the kernel learnt (or given).
     log_marginal_likelihood_ : float
-        G&R's Monte Carlo estimate of the log evidence: the log of the average likelihood over
-        ``n_evidence_samples`` prior draws (:func:`~gpc_ref.gibbs.prior_sampling_log_evidence`);
-        unbiased for the evidence but biased low on the log scale, with a large variance beyond a
-        handful of points.
+        G&R's Monte Carlo estimate of the log evidence, the log of the average likelihood over ``n_evidence_samples``
+        prior draws (:func:`~gpc_ref.gibbs.prior_sampling_log_evidence`): unbiased for the evidence but biased low on
+        the log scale, with a large variance beyond a handful of points.
     posterior_ : GibbsSamples
     hyperparameter_fit_ : KernelLearning or None
     effective_sample_size_ : float
@@ -348,84 +316,44 @@ class GibbsProbitGPC(GPCBase):
 class SparseIVM(GPCBase):
     r"""Girolami & Rogers' sparse multi-class GP classifier: the IVM by assumed density filtering.
 
-    ``fit`` includes ``n_active`` training points one at a time, updating the C posteriors
-    Q(m_c) by G&R eqs 5.1–5.4 with the truncated-Gaussian targets of eqs 4.3–4.4
-    (:func:`gpc_ref.ivm.ivm_fit`); memory O(C S n), time O(C n S²), and no n × n matrix.
-    ``predict_proba`` uses only the active set (G&R §4.5, eq 5.5). With ``optimize`` the kernel is
-    learnt as G&R did (§6.3: "φ from the VB fit"), by VB with importance-sampled precisions on the
-    points a first IVM pass selected, and the IVM is then refitted with it.
+    ``fit`` includes ``n_active`` points one at a time, updating the C posteriors Q(m_c) by G&R eqs 5.1–5.4 and 4.3–4.4
+    (:func:`gpc_ref.ivm.ivm_fit`; memory O(CSn), time O(CnS²)); ``predict_proba`` uses the active set (§4.5, eq 5.5).
 
-    **Defaults, and why they are not the paper's.** G&R's experiments use the predictive selection
-    rule, a unit-variance kernel with tuned precisions and 50 (toy) to 2000 (Isolet) points. As a
-    default for data the user has not tuned a kernel for, that combination can be worse than the constant
-    classifier: with a unit SE kernel on many inputs the predictions stay near 1/C, and the predictive rule
-    includes the least probable labels first — overlapping and mislabelled points — in a class balance set
-    by the decision boundaries rather than by the class shares (the IVM chapter, section
-    "The predictive rule balances the classes"). The defaults were chosen from measurements on iris, wine,
-    glass, penguins, digits and an unbalanced synthetic set (``benchmarks/ivm.py --baselines`` prints the
-    table; the numbers below are its test errors and log losses, means over three splits):
-
-    - ``kernel=None`` is :func:`gpc_ref.ivm.median_distance_kernel` of the training inputs: an isotropic SE
-      kernel with the median pairwise distance as lengthscale (a cheap rule, not learnt) and signal
-      variance 10;
-    - ``n_active=200``;
-    - ``selection="random"``: the included points keep the class shares of the data. With the default
-      kernel and S the paper's ``"predictive"`` rule errs less on clean, well-separated classes (digits:
-      0.031 against 0.075) and beats the class frequencies on every set too, but on the overlapping
-      unbalanced set its log loss fell behind random inclusion's at n = 1000 (0.83 against 0.61) and both its
-      error and log loss at n = 3000 (0.21 and 1.01 against 0.17 and 0.59, the class frequencies' 1.13),
-      and the IVM is meant for n much larger than S.
-
-    Pass ``selection="predictive"``, ``n_active=50`` and a kernel explicitly to run the paper's settings.
-    After fitting, the mean training log predictive probability is compared with that of predicting the
-    training class frequencies, and a :class:`~gpc_ref.ivm.BelowClassFrequenciesWarning` is raised if it
-    is lower.
+    The defaults are not G&R's settings, which on data without a tuned kernel can lose to the constant classifier (IVM
+    chapter, section `sec-ivm-defaults`); for G&R's, pass ``selection="predictive"``, ``n_active=50`` and a kernel.
 
     Parameters
     ----------
     kernel : SEKernel, sequence of SEKernel, or None
-        One kernel shared by every class or one per class. None: the median-distance kernel of the
-        training inputs (above), chosen at ``fit``; ``kernel__<name>`` parameters set with ``kernel=None``
-        start from ``SEKernel(variance=10)`` instead (a fixed kernel).
-    optimize : bool
-        Learn the kernel (see above) or keep ``kernel``.
-    rng : int or numpy.random.Generator
-        Seeds the first point, random selection and the kernel learning.
-    progress : bool
-    n_active : int
-        Number of points S to include (at most the number of training points; with fewer points
-        all are included, in one ADF pass, which is not the VB fixed point of G&R §4).
-    selection : {"random", "predictive", "entropy"}
-        Uniformly at random, smallest predictive probability of the true class (G&R eq 5.5), or
-        largest entropy reduction (Lawrence et al. 2003).
-    learning_options : dict or None
-        For G&R's importance-sampling kernel learning, as the paper did
-        (:func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`).
-    n_nodes : int
-        Gauss–Hermite nodes for eqs 4.3–4.5.
-    screen : bool
-        Rank the candidates of the predictive rule by the product of pairwise probabilities (a
-        lower bound on eq 5.5) and score only a shortlist by quadrature
-        (:func:`gpc_ref.ivm.select_predictive`).
+        Shared or one per class. None: :func:`gpc_ref.ivm.median_distance_kernel` at ``fit`` (isotropic SE, lengthscale
+        the median pairwise training distance, a cheap rule, not learnt; variance 10); ``kernel__<name>`` parameters set
+        with ``kernel=None`` start from the fixed ``SEKernel(variance=10)`` instead.
+    optimize, learning_options : bool, dict or None
+        Learn the kernel as G&R did (§6.3), by VB with importance-sampled precisions on a first IVM pass's points, and
+        refit; ``learning_options`` go to :func:`~gpc_ref.vb_probit_learning.vb_probit_learn_kernel`.
+    rng, progress : int or numpy.random.Generator, bool
+        Seed of the first point, random selection and the kernel learning; progress display.
+    n_active, selection : int, {"random", "predictive", "entropy"}
+        Number S of points to include (if the data has fewer, all, in one ADF pass: not G&R §4's VB fixed point), chosen
+        uniformly at random (default: keeps the data's class shares), by smallest predictive probability of the true
+        class (eq 5.5), or by largest entropy reduction (Lawrence et al. 2003).
+    n_nodes, screen : int, bool
+        Gauss–Hermite nodes for eqs 4.3–4.5; ``screen``: shortlist the predictive rule's candidates by the product of
+        pairwise probabilities (a lower bound on eq 5.5) before quadrature (:func:`gpc_ref.ivm.select_predictive`).
 
     Attributes
     ----------
-    classes_, kernel_
+    classes_, kernel_ : ndarray, kernel
+        The class labels, sorted, and the kernel learnt (or given).
     active_set_ : ndarray (S,)
         Indices (into the training data) of the included points, in inclusion order.
     log_marginal_likelihood_ : float
-        The sequential (prequential) estimate of the log evidence of the active set's labels,
-        ∑_l log P(t_(n_l) | points included before n_l) (eq 5.5 at each
-        inclusion). It covers S labels, not all n, so it is not comparable with the other
-        estimators' evidences.
-    training_log_predictive_ : float
-        Mean log predictive probability of the n training labels under the fitted IVM
-        (:func:`gpc_ref.ivm.training_log_predictive`).
-    class_frequency_log_predictive_ : float
-        The same score for the constant classifier that predicts the training class frequencies
-        (:func:`gpc_ref.ivm.class_frequency_log_predictive`).
-    posterior_ : IVMFit
-    hyperparameter_fit_ : KernelLearning or None
+        Prequential log evidence of the active set's labels, ∑_l log P(t_(n_l) | points included before n_l) (eq 5.5):
+        it covers S labels, not n, so it is not comparable with the other estimators' evidences.
+    training_log_predictive_, class_frequency_log_predictive_ : float
+        Mean log predictive probability of the n training labels under the fit and under the training class frequencies
+        (:mod:`gpc_ref.ivm`); if the first is lower, :class:`~gpc_ref.ivm.BelowClassFrequenciesWarning` is raised.
+    posterior_, hyperparameter_fit_ : IVMFit; KernelLearning or None
     """
 
     def __init__(

@@ -61,7 +61,7 @@ test: lint $(MATHJAX)
 	$(CHECKS)
 	rm -rf _build/test-build
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output _build/test-build
-	GPC_BOOK_HTML=_build/test-build/_build/html $(BIN)/python -m pytest tests/test_book_html.py -p no:cacheprovider
+	GPC_BOOK_HTML=_build/test-build/_build/html $(BIN)/python -m pytest tests/book/test_book_html.py -p no:cacheprovider
 	@echo "make test: lint, unit tests, notebooks, the book build and its HTML checks all passed"
 
 ## make portability [PORTABILITY_ENVS="..."]: the unit tests and every chapter (the checks of make test, against

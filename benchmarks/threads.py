@@ -35,7 +35,7 @@ from gpc_ref import LaplaceGPC
 from gpc_ref import VBProbitGPC
 from gpc_ref.datasets import make_ard_gaussian
 from gpc_ref.ep import expectation_propagation
-from gpc_ref.hyperparameters import log_hyperprior
+from gpc_ref.hyperpriors import log_hyperprior
 from gpc_ref.kernels import SEKernel
 from gpc_ref.laplace import laplace_mode
 from gpc_ref.laplace_multiclass import one_hot_labels

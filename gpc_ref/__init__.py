@@ -20,10 +20,11 @@ Modules, and what each holds:
   their derivatives.
 - :mod:`gpc_ref.gaussian_integrals`: sigmoid, probit and softmax against a Gaussian (MacKay, the
   erf mixture, Gauss–Hermite, cubature, quasi-Monte Carlo).
-- :mod:`gpc_ref.hyperparameters`: Williams & Barber's coordinates and priors, and ``maximize``, the
-  one maximiser every learning method uses.
-- :mod:`gpc_ref.acceleration`: when a fixed-point iteration has converged (the distance to its fixed
-  point, not the last step), and SQUAREM extrapolation of such an iteration.
+- :mod:`gpc_ref.hyperparameters`: the box of the log-parameters, and ``maximize``, the one maximiser
+  every learning method uses.
+- :mod:`gpc_ref.hyperpriors`: Williams & Barber's coordinates ϕ = Aθ and the Gaussian priors on them.
+- :mod:`gpc_ref.acceleration`: fixed-point iterations with a merit function, once: when one has converged
+  (the distance to its fixed point, not the last step), SQUAREM, and Anderson's extrapolation.
 - :mod:`gpc_ref.laplace`: the binary Laplace mode, evidence and its gradient, predictions, MAP
   hyperparameters.
 - :mod:`gpc_ref.laplace_multiclass`: the softmax Laplace approximation in O(Cn³).

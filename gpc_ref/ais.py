@@ -250,7 +250,7 @@ def ais_core(log_likelihood: Callable[[np.ndarray], np.ndarray], log_sites: Call
     (log t̃, zero for the prior). The plain core of :func:`ais_log_evidence`, which checks the arguments, builds
     the start (EP, softmax Laplace or the prior), can make several transitions per temperature, shows progress
     and warns when the effective sample size is small; with one transition the two make the same draws and
-    return the same estimate (``tests/test_ais.py``).
+    return the same estimate (``tests/package/test_ais.py``).
 
     Parameters
     ----------

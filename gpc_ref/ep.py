@@ -106,6 +106,7 @@ __all__ = [
     "site_change",
     "site_marginals",
     "expectation_propagation_with_fallback",
+    "trusted_ep_with_fallback",
     "ep_evidence_gradient",
     "ep_epsilon_gradient",
     "ep_predict",
@@ -620,7 +621,7 @@ def ep_core(K: np.ndarray, y: np.ndarray, likelihood: ProbitLikelihood | LabelNo
     sites, offers the parallel schedule (with adaptive damping) and warns when step 3 is not met; this
     function trusts its arguments and does none of that. Both run :func:`ep_sweep` and :func:`site_change`,
     so that on the sequential schedule from zero sites they return the same result
-    (``tests/test_ep.py``).
+    (``tests/package/test_ep.py``).
 
     Parameters
     ----------
@@ -698,18 +699,32 @@ def expectation_propagation(
     -------
     EPResult
     """
+    K, y, likelihood, tau, nu = _checked_ep_inputs(K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps)
+    return _expectation_propagation(K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps, warn)
+
+
+def _checked_ep_inputs(K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps):
+    """The arguments of :func:`expectation_propagation`, checked once: ``(K, y, likelihood, tau, nu)``."""
     likelihood = ProbitLikelihood() if likelihood is None else likelihood
-    epsilon, latent_noise = site_likelihood(likelihood)
+    site_likelihood(likelihood)  # raises for a likelihood EP has no sites for
     K = check_covariance(K, "K")
     y = check_binary_labels(y, "y", coding="pm1", length=K.shape[0])
     check_choice(schedule, "schedule", ("sequential", "parallel"))
     check_probability(damping, "damping", open_low=True)
     check_positive(tol, "tol")
     check_positive_int(max_sweeps, "max_sweeps")
+    tau = None if tau is None else check_vector(tau, "tau", length=K.shape[0])
+    nu = None if nu is None else check_vector(nu, "nu", length=K.shape[0])
+    return K, y, likelihood, tau, nu
+
+
+def _expectation_propagation(K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps, warn):
+    """:func:`expectation_propagation` for checked arguments (:func:`_checked_ep_inputs`)."""
+    epsilon, latent_noise = site_likelihood(likelihood)
     n = K.shape[0]
     # K&G initialisation v_i = ∞, m_i = 0: q is the prior (or the warm start's sites)
-    tau = np.zeros(n) if tau is None else check_vector(tau, "tau", length=n).copy()
-    nu = np.zeros(n) if nu is None else check_vector(nu, "nu", length=n).copy()
+    tau = np.zeros(n) if tau is None else np.array(tau, dtype=float)
+    nu = np.zeros(n) if nu is None else np.array(nu, dtype=float)
     n_skipped, converged, max_change = 0, False, np.inf
     # the parallel schedule carries the marginals of q from one sweep to the next
     marginals = site_marginals(K, tau, nu) if schedule == "parallel" else None
@@ -876,13 +891,34 @@ def expectation_propagation_with_fallback(K: ArrayLike, y: ArrayLike, *,
         The damping of the attempt returned (the schedule is ``result``'s: see ``result.schedule``).
         Only the last attempt's non-convergence warning is let through.
     """
+    K, y, likelihood, tau, nu = _checked_ep_inputs(K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps)
+    check_probability(min_damping, "min_damping", open_low=True)
+    return trusted_ep_with_fallback(K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps, min_damping)
+
+
+def trusted_ep_with_fallback(K: np.ndarray, y: np.ndarray, likelihood: ProbitLikelihood | LabelNoiseLikelihood,
+                             tau: np.ndarray | None, nu: np.ndarray | None, schedule: str, damping: float, tol: float,
+                             max_sweeps: int, min_damping: float = 0.1) -> tuple[EPResult, float]:  # fmt: skip
+    """:func:`expectation_propagation_with_fallback` on arguments its caller has checked (K a finite symmetric
+    float matrix, y in {−1, +1}, the options valid): what the learners run at every E-step or evaluation, so
+    that the data are checked once, by the learner's public entry.
+
+    Parameters
+    ----------
+    K, y, likelihood, tau, nu, schedule, damping, tol, max_sweeps, min_damping
+        As in :func:`expectation_propagation_with_fallback`, trusted.
+
+    Returns
+    -------
+    result : EPResult
+    damping : float
+    """
     attempt_damping = damping
     sweeps = min(int(max_sweeps), 50) if tau is not None else int(max_sweeps)
     while True:
         last = attempt_damping / 2.0 < min_damping and schedule == "sequential"
         try:
-            result = expectation_propagation(K, y, likelihood=likelihood, tau=tau, nu=nu, schedule=schedule,
-                                             damping=attempt_damping, tol=tol, max_sweeps=sweeps, warn=last)  # fmt: skip
+            result = _expectation_propagation(K, y, likelihood, tau, nu, schedule, attempt_damping, tol, sweeps, last)
             if result.converged or last:
                 return result, attempt_damping
         except (FloatingPointError, np.linalg.LinAlgError):

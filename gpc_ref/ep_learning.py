@@ -41,8 +41,8 @@ from .acceleration import squarem
 from .ep import EPResult
 from .ep import ep_epsilon_gradient
 from .ep import ep_evidence_gradient
-from .ep import expectation_propagation_with_fallback
 from .ep import site_likelihood
+from .ep import trusted_ep_with_fallback
 from .errors import ConvergenceWarning
 from .gaussian_integrals import gauss_hermite_expectation
 from .hyperparameters import HyperparameterFit
@@ -318,8 +318,9 @@ def _ep_at(kernel, X, y, epsilon, latent_noise, *, tau, nu, schedule, damping, t
         if reject_jitter:
             warnings.simplefilter("error", JitterWarning)
         try:
-            result, _ = expectation_propagation_with_fallback(
-                kernel.K(X), y, likelihood=likelihood, tau=tau, nu=nu, schedule=schedule, damping=damping, tol=tol
+            # the learner checked X and y once; K comes from the kernel: EP runs on trusted arguments
+            result, _ = trusted_ep_with_fallback(
+                kernel.K(X), y, likelihood, tau, nu, schedule, damping, tol, max_sweeps=200
             )
         except JitterWarning as exc:
             raise FloatingPointError(f"EP needed jitter here, so its evidence is not to be trusted: {exc}") from None
@@ -449,7 +450,7 @@ def em_ep_core(kernel: SEKernel, X: np.ndarray, y: np.ndarray, *, epsilon: float
     The plain core of :func:`em_ep`, which checks the arguments, can hold parameters fixed, accelerates EM by
     SQUAREM, retries and halves a step where EP cannot run, records a history with timings, shows progress and
     warns when step 3 is not met; this function does none of that. Unaccelerated, where EP runs at every
-    proposal, the two take the same steps (``tests/test_ep.py``).
+    proposal, the two take the same steps (``tests/package/test_ep.py``).
 
     Parameters
     ----------

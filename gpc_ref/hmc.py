@@ -62,8 +62,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import ConvergenceWarning
-from .hyperparameters import gaussian_log_prior
-from .hyperparameters import wb_scale
+from .hyperpriors import gaussian_log_prior
+from .hyperpriors import wb_scale
 from .kernels import SEKernel
 from .laplace import laplace_evidence
 from .laplace import laplace_mode
@@ -387,12 +387,12 @@ def wb_log_posterior(
 ) -> HyperPosterior:
     r"""The potential of W&B's HMC: -E(ϕ) = log q(t|ϕ) + log p(ϕ) and its gradient.
 
-    ϕ = Aθ are W&B's coordinates (:func:`gpc_ref.hyperparameters.wb_scale`); the Laplace log
+    ϕ = Aθ are W&B's coordinates (:func:`gpc_ref.hyperpriors.wb_scale`); the Laplace log
     evidence and its θ-gradient (with the implicit term) come from
     :func:`~gpc_ref.laplace.laplace_evidence` at ``kernel.with_theta(phi / A)``, and
     ∇_ϕ = A⁻¹∇_θ by the chain rule. The prior is
     :func:`gaussian_log_prior` on φ. Its density is in φ; the density of θ differs by the
-    constant log|det A| (see :func:`gpc_ref.hyperparameters.log_hyperprior`), which changes neither
+    constant log|det A| (see :func:`gpc_ref.hyperpriors.log_hyperprior`), which changes neither
     gradients nor the maximiser.
 
     A Laplace mode that did not converge gives ``value = -inf`` (its evidence would be wrong);
@@ -407,7 +407,7 @@ def wb_log_posterior(
     phi : array (P,)
         W&B's log-hyperparameters.
     prior_mean, prior_sd : float
-        As in :func:`~gpc_ref.hyperparameters.gaussian_log_prior`.
+        As in :func:`~gpc_ref.hyperpriors.gaussian_log_prior`.
 
     Returns
     -------
@@ -509,7 +509,7 @@ def laplace_hmc(
 
     The target is W&B's p(ϕ|t) ∝ q(t|ϕ) p(ϕ): the Laplace evidence of :func:`~gpc_ref.laplace.laplace_evidence`
     (W&B eq 10; exact gradient, implicit term included) and independent N(μ_0, s_0²) priors on W&B's coordinates
-    ϕ = Aθ = (log v_0, log w_1, …, log w_d) (:func:`gpc_ref.hyperparameters.wb_scale`). The chain runs in ϕ with
+    ϕ = Aθ = (log v_0, log w_1, …, log w_d) (:func:`gpc_ref.hyperpriors.wb_scale`). The chain runs in ϕ with
     unit mass, so ε means what it means in the paper. Newton is warm-started from the previous evaluation's mode
     (the same mode as W&B's fresh start at π = ½, to the Newton tolerance); an evaluation whose Newton does not
     converge counts as infinite energy, so its proposal is rejected (``n_unconverged`` counts them).

@@ -407,7 +407,7 @@ def ivm_core(K: np.ndarray, t: np.ndarray, n_classes: int, *, n_active: int, sel
     The plain core of :func:`ivm_adf`, which checks the arguments, never forms a covariance matrix (it reads
     the kernel one column at a time), can score candidates by a cheap bound first (``screen``), can use fixed
     targets, and shows progress; this function takes the covariances whole and does none of that. With the
-    same ``rng`` the two include the same points and return the same posterior (``tests/test_ivm.py``).
+    same ``rng`` the two include the same points and return the same posterior (``tests/package/test_ivm.py``).
 
     Parameters
     ----------

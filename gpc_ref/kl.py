@@ -372,7 +372,7 @@ def kl_gaussian_core(K: np.ndarray, y: np.ndarray, likelihood: LogisticLikelihoo
     Anderson's extrapolation at every step (``accelerate=True``, its default), records the bound and the
     gradient at every step (``trace``) and warns when the test of step 2 is not met; this function trusts its
     arguments and does none of that. With ``accelerate=False`` and zero sites the two take the same steps
-    (``tests/test_kl.py``).
+    (``tests/package/test_kl.py``).
 
     Parameters
     ----------

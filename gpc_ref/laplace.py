@@ -59,10 +59,10 @@ from numpy.typing import ArrayLike
 from .errors import ConvergenceWarning
 from .hyperparameters import HyperparameterFit
 from .hyperparameters import free_mask
-from .hyperparameters import log_hyperprior
 from .hyperparameters import maximize
 from .hyperparameters import theta_box
-from .hyperparameters import wb_scale
+from .hyperpriors import log_hyperprior
+from .hyperpriors import wb_scale
 from .kernels import SEKernel
 from .likelihoods import SIGMOID_PREDICTIONS
 from .likelihoods import BinaryLikelihood
@@ -271,7 +271,7 @@ def laplace_mode_core(K: np.ndarray, y: np.ndarray, likelihood: BinaryLikelihood
     The plain core of :func:`laplace_mode`, which checks the arguments, may start from ``f_init``, halves a
     step that would lower Ψ and warns when the tests of step 2.6 are not met; this function trusts its
     arguments (K symmetric positive semi-definite, y in {−1, +1}, a log-concave likelihood) and does none of
-    that. Where no step is halved the two return the same mode (``tests/test_laplace_binary.py``).
+    that. Where no step is halved the two return the same mode (``tests/package/test_laplace_binary.py``).
 
     Parameters
     ----------
@@ -741,7 +741,7 @@ def map_hyperparameters(
     X, y : ndarray (n, D) and array (n,)
         Training inputs and labels in {−1, +1} (or {0, 1}).
     prior : {"wb", None}
-        W&B's N(μ_0, s_0²) hyperprior on ϕ (:func:`gpc_ref.hyperparameters.log_hyperprior`), or None (ML-II).
+        W&B's N(μ_0, s_0²) hyperprior on ϕ (:func:`gpc_ref.hyperpriors.log_hyperprior`), or None (ML-II).
     prior_mean, prior_sd : float
         μ_0 and s_0 of the hyperprior (W&B: −3 and 3, the defaults).
     likelihood : optional

@@ -426,7 +426,7 @@ def softmax_laplace_mode_core(K: np.ndarray, Y: np.ndarray, *, tol: float = 1e-1
     :func:`softmax_laplace_mode`, which checks the arguments, may start from ``f_init``, stops where step
     after step has to be halved (rounding spoils the Newton direction) and warns when step 3 is not met;
     this function trusts its arguments and does none of that. From f = 0 the two return the same mode
-    (``tests/test_laplace_multiclass.py``).
+    (``tests/package/test_laplace_multiclass.py``).
 
     Parameters
     ----------

@@ -11,7 +11,7 @@ Each chapter calls :func:`record` once per paper number it reruns. The call
 2. glues the value under the name :func:`glue_name` of the row, so that the value is stored in the
    notebook's outputs, which the notebook check compares with what the code computes today.
 
-``tests/test_reproductions.py`` then checks every row of the file against the glued value in its
+``tests/results/test_reproductions.py`` then checks every row of the file against the glued value in its
 chapter's stored outputs, and the Comparison part renders the file as the scoreboard page.
 
 Columns: :data:`COLUMNS`. ``status`` is one of :data:`STATUSES`:

@@ -543,7 +543,7 @@ def optimize_lower_bound_core(kernel: SEKernel, X: np.ndarray, t: np.ndarray, *,
     hyperparameter box with restarts and an optional prior, polishes ν at the end, and warns when a parameter
     ends on the edge of the box or an inner fixed point fails; this function runs scipy's L-BFGS once from
     ``kernel`` and does none of that. Both evaluate the box with :func:`lower_bound` and
-    :func:`update_nu`, and on a well-posed problem they reach the same maximum (``tests/test_variational_bounds.py``).
+    :func:`update_nu`, and on a well-posed problem they reach the same maximum (``tests/package/test_variational_bounds.py``).
 
     Parameters
     ----------

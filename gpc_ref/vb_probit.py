@@ -387,7 +387,7 @@ def vb_probit_binary_core(K: np.ndarray, y: np.ndarray, *, tol: float = 1e-9, ma
     The plain core of :func:`vb_probit_binary`, which checks the arguments, may start from a given α or Q(z),
     can accelerate the iteration (SQUAREM) and warns when step 2.4 is not met; this function trusts its
     arguments (K positive semi-definite, y in {−1, +1}) and does none of that. Unaccelerated from α = 0 the
-    two return the same result (``tests/test_vb_probit.py``).
+    two return the same result (``tests/package/test_vb_probit.py``).
 
     Parameters
     ----------

@@ -19,7 +19,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel
 
 from gpc_ref import ConvergenceWarning
 from gpc_ref import datasets
-from gpc_ref.hyperparameters import log_hyperprior
+from gpc_ref.hyperpriors import log_hyperprior
 from gpc_ref.kernels import SEKernel
 from gpc_ref.laplace_multiclass import one_hot_labels
 from gpc_ref.laplace_multiclass import softmax_laplace_optimize

@@ -1,6 +1,6 @@
 """Remove volatile metadata from the book's notebooks, so that a re-run changes only what it computes.
 
-`make execute` runs this after executing a chapter; ``tests/test_notebook_hygiene.py`` fails if
+`make execute` runs this after executing a chapter; ``tests/book/test_notebook_hygiene.py`` fails if
 anything it removes comes back. Removed: the execution timestamps nbclient writes into each code
 cell's metadata, and the Python version in the notebook's ``language_info``. Kept: cell tags
 (``hide-input``, ``remove-input``, ...) and everything the book renders.

@@ -15,7 +15,7 @@ A name the module only re-exports (``gpc_ref.LaplaceGPC`` is defined in ``gpc_re
 gets its row in the table and no second entry; a reference to it, from the table or from a chapter
 (``{py:class}`gpc_ref.LaplaceGPC```), is resolved to the entry in the defining module by
 ``_resolve_reexport``. So a new name in an ``__all__`` needs no edit here, and a new module needs
-one page of two lines (``tests/test_book_html.py`` fails until it has one).
+one page of two lines (``tests/book/test_book_html.py`` fails until it has one).
 """
 
 import importlib

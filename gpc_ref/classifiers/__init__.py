@@ -1,7 +1,7 @@
 r"""The seven estimators: thin scikit-learn-style wrappers around the reference functions.
 
 The functions in the method modules are the reference; these classes wrap them for coursework
-with one contract (README.md; enforced by ``tests/test_classifiers_common.py``): the constructor
+with one contract (README.md; enforced by ``tests/package/test_classifiers_common.py``): the constructor
 ``(kernel=None, optimize, rng=0, progress=False, *, ...)``; after ``fit``, ``classes_``,
 ``n_features_in_``, ``feature_names_in_`` (DataFrame input), ``X_train_``, ``kernel_``,
 ``log_marginal_likelihood_`` (each docstring says whether it is an approximation, a bound or an

@@ -121,7 +121,7 @@ class LaplaceGPC(GPCBase):
             self.hmc_ = laplace_hmc(kernel, X, y, rng=rng, likelihood=likelihood, progress=self.progress, **options)
 
     def _fit_multiclass(self, X, codes, kernel, search):
-        from ..hyperparameters import log_hyperprior
+        from ..hyperpriors import log_hyperprior
         from ..laplace_multiclass import one_hot_labels
         from ..laplace_multiclass import softmax_laplace_mode
         from ..laplace_multiclass import softmax_laplace_optimize

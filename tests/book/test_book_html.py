@@ -1,7 +1,7 @@
 """The built book, inspected: the rendering failures a reader would see must not come back.
 
 Runs on the HTML that ``make test`` builds, which it names in ``GPC_BOOK_HTML`` after building
-(``GPC_BOOK_HTML=_build/test-build/_build/html pytest tests/test_book_html.py`` by hand); skipped
+(``GPC_BOOK_HTML=_build/test-build/_build/html pytest tests/book/test_book_html.py`` by hand); skipped
 without it, so that a plain ``pytest tests`` never inspects a stale build. Checks, page by page, inside the article
 (not the navigation):
 
@@ -28,7 +28,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HTML = pathlib.Path(os.environ.get("GPC_BOOK_HTML", "/nonexistent"))
 TOC = ROOT / "_toc.yml"
 NOT_CHAPTERS = {"intro", "notation", "errata", "bibliography", "glossary", "gaussian_identities"}

@@ -23,7 +23,7 @@ from gpc_ref.datasets import make_gm_toy_1d
 from gpc_ref.datasets import stratified_split
 from gpc_ref.linalg import cholesky
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "book" / "results"
 PROBLEMS = ("toy", "crabs", "pima", "biopsy")
 

@@ -20,12 +20,12 @@ from gpc_ref.hyperparameters import POLISH
 from gpc_ref.hyperparameters import HyperparameterFit
 from gpc_ref.hyperparameters import box
 from gpc_ref.hyperparameters import free_mask
-from gpc_ref.hyperparameters import gaussian_log_prior
-from gpc_ref.hyperparameters import log_hyperprior
 from gpc_ref.hyperparameters import maximize
 from gpc_ref.hyperparameters import theta_box
 from gpc_ref.hyperparameters import theta_names
-from gpc_ref.hyperparameters import wb_scale
+from gpc_ref.hyperpriors import gaussian_log_prior
+from gpc_ref.hyperpriors import log_hyperprior
+from gpc_ref.hyperpriors import wb_scale
 from gpc_ref.kernels import SEKernel
 from gpc_ref.validation import HyperparameterBoundWarning
 

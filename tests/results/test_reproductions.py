@@ -19,7 +19,7 @@ from gpc_ref.reproduction import glue_name
 from gpc_ref.reproduction import read_scoreboard
 from gpc_ref.reproduction import record
 
-BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
+BOOK = pathlib.Path(__file__).resolve().parents[2] / "book"
 SCOREBOARD = BOOK / "reproductions.csv"
 
 

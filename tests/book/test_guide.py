@@ -8,7 +8,7 @@ The book build (warnings are errors) then checks that every linked label exists.
 import pathlib
 import re
 
-GUIDE = pathlib.Path(__file__).resolve().parents[1] / "book" / "which_method.md"
+GUIDE = pathlib.Path(__file__).resolve().parents[2] / "book" / "which_method.md"
 LINK = re.compile(r"\{(?:numref|ref|prf:ref)\}`[^`]+`")
 
 

@@ -13,7 +13,7 @@ from gpc_ref.ivm import ivm_fit
 from gpc_ref.kernels import SEKernel
 from gpc_ref.vb_probit import vb_probit_multiclass
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "book" / "results"
+RESULTS = pathlib.Path(__file__).resolve().parents[2] / "book" / "results"
 
 
 def stored(name):

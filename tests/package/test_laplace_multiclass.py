@@ -16,8 +16,8 @@ from gpc_ref import HyperparameterBoundWarning
 from gpc_ref import gaussian_integrals as gi
 from gpc_ref import laplace_multiclass as lp
 from gpc_ref.gaussian_integrals import sigmoid_gaussian_quadrature
-from gpc_ref.hyperparameters import log_hyperprior
 from gpc_ref.hyperparameters import theta_box
+from gpc_ref.hyperpriors import log_hyperprior
 from gpc_ref.kernels import SEKernel
 from gpc_ref.kernels import stack_theta
 from gpc_ref.kernels import unstack_theta

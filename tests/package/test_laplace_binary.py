@@ -11,9 +11,9 @@ from gpc_ref import ConvergenceWarning
 from gpc_ref.exact import quadrature_posterior
 from gpc_ref.gaussian_integrals import sigmoid_gaussian_exact
 from gpc_ref.hyperparameters import LOG_PARAMETER_BOUNDS
-from gpc_ref.hyperparameters import log_hyperprior
 from gpc_ref.hyperparameters import theta_box
-from gpc_ref.hyperparameters import wb_scale
+from gpc_ref.hyperpriors import log_hyperprior
+from gpc_ref.hyperpriors import wb_scale
 from gpc_ref.kernels import SEKernel
 from gpc_ref.laplace import LaplaceMode
 from gpc_ref.laplace import MAPResult

@@ -849,3 +849,18 @@ def test_em_ep_names_a_cycle_of_the_error_count(rng, monkeypatch):
         warnings.simplefilter("ignore", ConvergenceWarning)
         capped = em_ep(kernel, X, y, likelihood=ProbitLikelihood(), max_iter=3)
     assert capped.epsilon_cycle is None
+
+
+def test_the_learners_trusted_ep_is_the_checked_one(rng):
+    """The learners check their data once and then run EP on trusted arguments: the same EP, bit for bit."""
+    from gpc_ref.ep import trusted_ep_with_fallback
+
+    X, y = _data(rng, n=15, flip=2)
+    K = SEKernel(variance=2.0, jitter=0.1).K(X)
+    likelihood = LabelNoiseLikelihood(0.05, 0.0)
+    for schedule in ("sequential", "parallel"):
+        checked, d1 = expectation_propagation_with_fallback(K, y, likelihood=likelihood, schedule=schedule)
+        trusted, d2 = trusted_ep_with_fallback(K, y, likelihood, None, None, schedule, 1.0, 1e-6, 200)
+        assert d1 == d2 and np.array_equal(checked.tau, trusted.tau) and checked.log_evidence == trusted.log_evidence
+    with pytest.raises(ValueError, match="y"):
+        expectation_propagation_with_fallback(K, np.arange(15.0), likelihood=likelihood)

@@ -21,7 +21,7 @@ from gpc_ref import VariationalBoundsGPC
 from gpc_ref.datasets import Standardizer
 from gpc_ref.datasets import make_gm_toy_1d
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "book" / "results"
+RESULTS = pathlib.Path(__file__).resolve().parents[2] / "book" / "results"
 PROBLEMS = ["toy", "toy150", "crabs", "biopsy"]
 LIKELIHOOD = {"laplace": "logistic", "laplace_probit": "probit", "ep": "probit", "lower_bound": "logistic",
               "upper_bound": "logistic", "vb": "probit", "kl": "logistic"}  # fmt: skip

@@ -27,8 +27,8 @@ from gpc_ref.hmc import laplace_hmc
 from gpc_ref.hmc import laplace_hmc_predict
 from gpc_ref.hmc import leapfrog
 from gpc_ref.hmc import wb_log_posterior
-from gpc_ref.hyperparameters import gaussian_log_prior
-from gpc_ref.hyperparameters import wb_scale
+from gpc_ref.hyperpriors import gaussian_log_prior
+from gpc_ref.hyperpriors import wb_scale
 from gpc_ref.kernels import SEKernel
 from gpc_ref.likelihoods import ProbitLikelihood
 

@@ -33,19 +33,19 @@ def _problem(seed=3, n=25):
 def _inject(monkeypatch, at_calls, *, warn=True, inflate=50.0):
     """Make the EP runs numbered ``at_calls`` (from 1) emit a JitterWarning (if ``warn``) and report an evidence
     ``inflate`` nats too high, as a wrongly jittered factorisation can; returns the list of kernels EP ran at."""
-    real = ep_learning.expectation_propagation_with_fallback
+    real = ep_learning.trusted_ep_with_fallback  # the learners' EP, on arguments they checked once
     calls = []
 
-    def jittered(K, y, **kwargs):
+    def jittered(K, y, *args, **kwargs):
         calls.append(K.copy())
-        result, damping = real(K, y, **kwargs)
+        result, damping = real(K, y, *args, **kwargs)
         if len(calls) in at_calls:
             if warn:
                 warnings.warn(JITTER_MESSAGE, JitterWarning, stacklevel=2)
             result = dataclasses.replace(result, log_evidence=result.log_evidence + inflate)
         return result, damping
 
-    monkeypatch.setattr(ep_learning, "expectation_propagation_with_fallback", jittered)
+    monkeypatch.setattr(ep_learning, "trusted_ep_with_fallback", jittered)
     return calls
 
 

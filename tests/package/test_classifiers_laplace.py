@@ -12,7 +12,7 @@ from gpc_ref import LaplaceGPC
 from gpc_ref import NotFittedError
 from gpc_ref.hmc import LaplaceHMCResult
 from gpc_ref.hmc import laplace_hmc_predict
-from gpc_ref.hyperparameters import log_hyperprior
+from gpc_ref.hyperpriors import log_hyperprior
 from gpc_ref.kernels import SEKernel
 from gpc_ref.laplace import LaplaceMode
 from gpc_ref.laplace import MAPResult

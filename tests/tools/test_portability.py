@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parents[1]  # tests/
 
 PROBE = """
 import json, numpy as np

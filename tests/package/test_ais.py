@@ -30,7 +30,7 @@ from gpc_ref.likelihoods import SoftmaxLikelihood
 from gpc_ref.linalg import cholesky
 from gpc_ref.validation import ConvergenceWarning
 
-RESULTS = pathlib.Path(__file__).resolve().parents[1] / "book" / "results" / "ais_validation.json"
+RESULTS = pathlib.Path(__file__).resolve().parents[2] / "book" / "results" / "ais_validation.json"
 MULTICLASS_RESULTS = RESULTS.parent / "multiclass_gold.json"
 
 

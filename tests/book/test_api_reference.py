@@ -4,7 +4,7 @@ The pages are ``book/api/<module path>.md`` (``gpc_ref.classifiers.laplace`` →
 the package itself → ``book/api/gpc_ref.md``), each a title and ``{gpc-api} <module>``, listed in
 ``_toc.yml``; ``book/_ext/gpc_api.py`` fills them from the docstrings and ``__all__``. A new module
 fails here until it has its page and its line in ``_toc.yml``. What the built pages contain is
-checked by ``tests/test_book_html.py`` (``test_api_reference_has_an_entry_for_every_public_name``).
+checked by ``tests/book/test_book_html.py`` (``test_api_reference_has_an_entry_for_every_public_name``).
 """
 
 import importlib
@@ -17,7 +17,7 @@ import pytest
 
 import gpc_ref
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def modules():

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-BOOK = pathlib.Path(__file__).resolve().parents[1] / "book"
+BOOK = pathlib.Path(__file__).resolve().parents[2] / "book"
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
 
 

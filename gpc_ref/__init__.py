@@ -10,7 +10,7 @@ per module.
 Formulas in docstrings are plain Unicode (σ_f², K⁻¹, τ̃_i, ∑_i; bold vectors in plain letters), so that
 help() reads as text; the book's chapters typeset them.
 
-Modules, and what each holds:
+Modules, and what each holds. The methods and their ground truth:
 
 - :mod:`gpc_ref.kernels`: the squared-exponential ARD kernel ``SEKernel`` (bias, jitter, log
   parameters, ``K`` and its gradients), per-class kernels.
@@ -43,16 +43,14 @@ Modules, and what each holds:
 - :mod:`gpc_ref.ivm`: the sparse multi-class informative vector machine.
 - :mod:`gpc_ref.exact`: ground truth for small problems: quadrature, elliptical slice sampling,
   probit and multinomial-probit orthant probabilities (Genz with Botev's tilting, with a standard
-  error), and the effective sample size of a chain (``autocorrelation``, ``effective_sample_size``);
-  ``ais_log_evidence`` is re-exported from :mod:`gpc_ref.ais`.
+  error), and the effective sample size of a chain (``autocorrelation``, ``effective_sample_size``).
 - :mod:`gpc_ref.ais`: annealed importance sampling for the evidence, binary and multi-class, from a
   Gaussian close to the posterior (the Comparison part's gold standard where no orthant probability exists).
-- :mod:`gpc_ref.selfcheck`: checks of a student's implementation of an algorithm box against the
-  reference.
+Around them: data, measures, checks of inputs, warnings, threads and progress:
+
 - :mod:`gpc_ref.metrics`: error rates with error bars, test log-likelihood, Brier score, calibration.
 - :mod:`gpc_ref.datasets`: the papers' data sets (offline) and synthetic generators, splits,
   ``Standardizer``.
-- :mod:`gpc_ref.reproduction`: the reproduction scoreboard: ``record``, ``agreement``, stored results.
 - :mod:`gpc_ref.validation`: every input check (the argument's name in every message).
 - :mod:`gpc_ref.errors`: the warnings (``ConvergenceWarning`` and its kinds, ``JitterWarning``) and
   ``NotFittedError``.
@@ -60,6 +58,12 @@ Modules, and what each holds:
 - :mod:`gpc_ref.progress`: progress bars for long runs (quiet by default).
 - :mod:`gpc_ref.classifiers`: the estimators ``LaplaceGPC``, ``VariationalBoundsGPC``, ``EPGPC``,
   ``KLGPC``, ``VBProbitGPC``, ``GibbsProbitGPC``, ``SparseIVM`` (one module per family, ``base`` the contract).
+
+The book's own infrastructure, which no method imports:
+
+- :mod:`gpc_ref.reproduction`: the reproduction scoreboard: ``record``, ``agreement``, stored results.
+- :mod:`gpc_ref.selfcheck`: checks of a student's implementation of an algorithm box against the
+  reference.
 - :mod:`gpc_ref.plotting`: the book's recurring figures (the only module that needs matplotlib).
 """
 

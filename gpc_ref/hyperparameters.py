@@ -261,15 +261,38 @@ def _failure_directions(names, projected, n_failed, failed_steps, free):
             if abs(direction[j]) >= 0.25 * largest > 0.0 and direction[j] * projected[j] > 0.0]  # fmt: skip
 
 
-def _steepest_message(names, theta, projected, n_failed, failed_steps=None, free=None):
-    """Which entry the objective still rises along, where it heads, and whether evaluations failed on the way."""
+def _edge_of(theta_j, bounds_j):
+    """``"lower"`` or ``"upper"`` if the entry sits on that edge of its interval, else None."""
+    low, high = bounds_j
+    margin = 1e-9 * max(1.0, high - low) if np.isfinite(high - low) else 1e-9
+    if np.isfinite(low) and theta_j <= low + margin:
+        return "lower"
+    if np.isfinite(high) and theta_j >= high - margin:
+        return "upper"
+    return None
+
+
+def _steepest_message(names, theta, projected, n_failed, failed_steps, free, bounds):
+    """Which entry the objective still rises along, which way, and whether evaluations failed on the way.
+
+    An edge of the box is named only where it is true: the edge the entry sits on (and the objective moves it
+    away from), or the edge it heads for when it is within a quarter of the box from it, with what that edge
+    means; an entry in the middle of its interval is said to move up or down, nothing more.
+    """
     heading = _failure_directions(names, projected, n_failed, failed_steps, free)
     j = heading[0] if heading else int(np.argmax(np.abs(projected)))
     kind, edge = _kind(names[j]), ("upper" if projected[j] > 0 else "lower")
-    text = (
-        f", for {names[j]} = {theta[j]:.4g}{_natural(kind, theta[j])}, which the objective would move further "
-        f"towards the {edge} edge{_meaning(kind, edge)}"
-    )
+    where = f", for {names[j]} = {theta[j]:.4g}{_natural(kind, theta[j])}, which the objective would move "
+    direction = "up" if projected[j] > 0 else "down"
+    sits = _edge_of(theta[j], bounds[j])
+    if sits is not None:
+        text = where + f"{direction}, away from the {sits} edge of the box on which it sits"
+    else:
+        low, high = bounds[j]
+        target = high if edge == "upper" else low
+        near = np.isfinite(high - low) and abs(target - theta[j]) <= 0.25 * (high - low)
+        text = where + (f"{direction}, towards the {edge} edge ({target:.4g}){_meaning(kind, edge)}" if near
+                        else f"{direction}")  # fmt: skip
     if n_failed:
         where = " and ".join(f"{'larger' if projected[k] > 0 else 'smaller'} {names[k]}" for k in heading)
         text += (
@@ -628,12 +651,14 @@ def maximize(
             f"{description}: not converged after {n_iter} L-BFGS-B iterations: "
             + ("the gradient component is" if heading else "the largest projected gradient component is")
             + f" {component:.3g} (tolerance {tolerance:.3g})"
-            f"{_steepest_message(names, theta, projected, run.n_failed, run.failed_steps, free)}; "
+            f"{_steepest_message(names, theta, projected, run.n_failed, run.failed_steps, free, bounds)}"
+            + (f"; the search ended with {_edge_message(names, theta, bounds, at_bound)}" if at_bound.any() else "")
+            + "; "
             + ("check the model" if run.n_failed else "raise max_iter or check the model"),
             ConvergenceWarning,
             stacklevel=3,
         )
-    if warn and at_bound.any():
+    if warn and converged and at_bound.any():  # an unconverged search has said where it ended, in one warning
         warnings.warn(
             f"{description}: the optimum is on the edge of the hyperparameter box (the objective does not fall "
             f"beyond it, so the value learnt is the box's): {_edge_message(names, theta, bounds, at_bound)}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -128,6 +129,9 @@ class GPCBase:
         return hasattr(self, "classes_")
 
     # ------------------------------------------------------------------ the estimator's own defaults
+    #: True where the default kernel is set from the inputs' spread (SparseIVM's median distance): no scale warning
+    _default_kernel_scales_with_data = False
+
     def _default_kernel(self) -> SEKernel:
         """The kernel used when ``kernel`` is None: a unit SE kernel."""
         return SEKernel()
@@ -160,6 +164,8 @@ class GPCBase:
             The fitted estimator itself.
         """
         X, codes = self._validate_training_data(X, y)
+        if self.kernel is None and not self._default_kernel_scales_with_data:
+            _warn_if_unstandardised(X, type(self).__name__, getattr(self, "feature_names_in_", None))
         check_bool(self.optimize, "optimize")
         check_bool(self.progress, "progress")
         rng = check_rng(self.rng)
@@ -287,6 +293,35 @@ class GPCBase:
         """
         y = np.asarray(y)
         return float(np.mean(self.predict(X) == (y.ravel() if y.ndim == 2 and y.shape[1] == 1 else y)))
+
+
+#: The largest spread of an input, in units of the default kernel's lengthscale (1), at which fitting starts
+#: where the covariance between training points is still informative: beyond it K is close to σ_f² I at the
+#: start, the evidence is flat in the lengthscale, and a learner can end at a constant classifier without a word.
+LARGEST_INPUT_SCALE = 10.0
+
+
+def _warn_if_unstandardised(X, estimator, names=None):
+    """Warn once, naming the columns, when inputs are on a scale the default unit-lengthscale kernel cannot see."""
+    spread = np.std(X, axis=0)
+    wide = np.flatnonzero(spread > LARGEST_INPUT_SCALE)
+    positive = spread[spread > 0]
+    mixed = positive.size > 1 and positive.max() > 1e3 * positive.min()
+    if not wide.size and not mixed:
+        return
+    columns = wide if wide.size else np.flatnonzero(spread == positive.max())
+    label = [str(names[j]) if names is not None else str(j) for j in columns[:6]]
+    more = f" and {columns.size - 6} more" if columns.size > 6 else ""
+    warnings.warn(
+        f"{estimator}: the inputs look unstandardised: column(s) {', '.join(label)}{more} have standard deviation "
+        f"{', '.join(f'{spread[j]:.3g}' for j in columns[:6])}"
+        + (f" (the smallest is {positive.min():.3g})" if mixed else "")
+        + ", while the default kernel starts at lengthscale 1, where the covariance between training points on that "
+        "scale is nearly zero and learning can end at a constant classifier; standardise the inputs "
+        "(gpc_ref.datasets.Standardizer) or pass a kernel whose lengthscales fit their scale",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _feature_names(X):

@@ -363,6 +363,8 @@ class SparseIVM(GPCBase):
     ) -> None:  # fmt: skip
         self._store_params(locals())
 
+    _default_kernel_scales_with_data = True  # the median-distance kernel (see the class docstring)
+
     def _default_kernel(self):
         """The fixed kernel behind ``kernel__<name>`` parameters set while ``kernel`` is None."""
         return SEKernel(variance=10.0)

@@ -507,3 +507,35 @@ def test_objective_must_be_callable_and_return_a_full_gradient():
         maximize(None, np.zeros(2))
     with pytest.raises(ValueError, match="gradient of shape"):
         maximize(lambda theta: (0.0, np.zeros(3)), np.zeros(2))
+
+
+# ----------------------------------------------------------------------------- warnings whose words are true
+def test_the_steepest_entry_is_described_at_the_edge_it_is_at_not_the_one_it_heads_for():
+    """A lengthscale on the upper edge that the objective would pull down is not 'heading for white noise' (the
+    lower edge's meaning); an entry in the middle of its interval is not described at any edge."""
+    from gpc_ref.hyperparameters import _steepest_message
+
+    kernel = SEKernel(variance=1.0, lengthscale=1.0)
+    names, bounds = kernel.theta_names, theta_box(kernel)
+    at_top = _steepest_message(names, np.array([0.0, 10.0]), np.array([0.0, -0.5]), 0, None, None, bounds)
+    assert "away from the upper edge of the box on which it sits" in at_top and "lower edge" not in at_top
+    middle = _steepest_message(names, np.array([0.0, 0.0]), np.array([0.0, -0.5]), 0, None, None, bounds)
+    assert middle.endswith("which the objective would move down") and "edge" not in middle
+    near = _steepest_message(names, np.array([0.0, -8.0]), np.array([0.0, -0.5]), 0, None, None, bounds)
+    assert "towards the lower edge (-10)" in near
+
+
+def test_an_unconverged_search_that_ends_on_an_edge_says_so_in_one_warning():
+    """Not converged, with one entry on the box's edge: one ConvergenceWarning that names both, not a second
+    warning calling the end point "the optimum"."""
+
+    def objective(theta):  # rises without limit in theta_0 (held by the box), a slow quartic in theta_1
+        return theta[0] - (theta[1] - 3.0) ** 4, np.array([1.0, -4.0 * (theta[1] - 3.0) ** 3])
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = maximize(objective, [15.0, -8.0], bounds=[[-10.0, 15.0], [-10.0, 10.0]], max_iter=1, tol=1e-12,
+                       names=["log_variance", "log_lengthscale"])  # fmt: skip
+    assert not fit.converged and fit.at_bound[0]
+    assert [w.category for w in caught] == [gpc_ref.ConvergenceWarning]
+    assert "the search ended with log_variance at the upper edge" in str(caught[0].message)

@@ -46,6 +46,7 @@ Modules, and what each holds. The methods and their ground truth:
   error), and the effective sample size of a chain (``autocorrelation``, ``effective_sample_size``).
 - :mod:`gpc_ref.ais`: annealed importance sampling for the evidence, binary and multi-class, from a
   Gaussian close to the posterior (the Comparison part's gold standard where no orthant probability exists).
+
 Around them: data, measures, checks of inputs, warnings, threads and progress:
 
 - :mod:`gpc_ref.metrics`: error rates with error bars, test log-likelihood, Brier score, calibration.

@@ -494,12 +494,14 @@ def em_ep_core(kernel: SEKernel, X: np.ndarray, y: np.ndarray, *, epsilon: float
 
 @dataclass(frozen=True)
 class EMEPPoint:
-    """What one evaluation of :class:`EMEPMap` knows about its point: θ, ε, EP there and step 3's gradient norm."""
+    """What one evaluation of :class:`EMEPMap` knows about its point: θ, ε, EP there, step 3's gradient norm and
+    K&G's bound ℱ (NaN where K does not factorise)."""
 
     theta: np.ndarray
     epsilon: float
     ep: EPResult
     gradient_norm: float
+    F: float = np.nan
 
 
 class EMEPMap:
@@ -638,7 +640,7 @@ class EMEPMap:
                                                                   self.learn_epsilon, self.epsilon_rule)  # fmt: skip
         self.n_m_evaluations += n_evaluations
         self.history.append((ep.log_evidence, F, gain, epsilon, norm, time.perf_counter() - self._start, self.n_sweeps))
-        return ep.log_evidence, self.pack(theta_next, epsilon_next), EMEPPoint(theta, epsilon, ep, norm)
+        return ep.log_evidence, self.pack(theta_next, epsilon_next), EMEPPoint(theta, epsilon, ep, norm, F)
 
     def converged(self, x_previous: np.ndarray | None, x: np.ndarray, point: EMEPPoint) -> bool:
         """Step 3 at x, reached from x_previous: the projected gradient within tolerance, and ε unchanged.
@@ -717,7 +719,8 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
         run = squarem(em_map, x0, max_evaluations=max_iter, stop=em_map.converged, project=em_map.project,
                       step_max=1.0)  # fmt: skip
     point, n_e_steps = run.state, len(em_map.history)
-    epsilon_cycle = _epsilon_cycle(np.array(em_map.history)) if learn_epsilon and not run.converged else None
+    history = np.array(em_map.history)
+    epsilon_cycle = _epsilon_cycle(history) if learn_epsilon and not run.converged else None
     tolerance = tol * max(1.0, abs(point.ep.log_evidence))
     if run.stalled:
         warnings.warn(
@@ -743,9 +746,9 @@ def em_ep(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
         )
     final_kernel = kernel.with_theta(point.theta)
     return EMEPResult(kernel=final_kernel, epsilon=float(point.epsilon), ep=point.ep, log_evidence=point.ep.log_evidence,
-                      F=_variational_bound(point.ep, final_kernel, X, y).F, n_iter=n_e_steps,
+                      F=point.F, n_iter=n_e_steps,
                       converged=bool(run.converged), gradient_norm=point.gradient_norm, tolerance=tolerance,
-                      history=np.array(em_map.history), n_sweeps=em_map.n_sweeps,
+                      history=history, n_sweeps=em_map.n_sweeps,
                       n_m_evaluations=em_map.n_m_evaluations, acceleration=acceleration,
                       epsilon_cycle=epsilon_cycle)  # fmt: skip
 

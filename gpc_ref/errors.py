@@ -14,6 +14,7 @@ __all__ = [
     "HyperparameterBoundWarning",
     "QuadratureWarning",
     "BelowClassFrequenciesWarning",
+    "MemorisingKernelWarning",
     "JitterWarning",
     "NotFittedError",
 ]
@@ -51,6 +52,19 @@ class BelowClassFrequenciesWarning(ConvergenceWarning):
     that predicts the training class frequencies (:func:`gpc_ref.ivm.class_frequency_log_predictive`).
     A subclass of :class:`ConvergenceWarning`, the package's one warning family for a fit that did not
     reach a usable result (filter it by this name to silence it alone).
+    """
+
+
+class MemorisingKernelWarning(ConvergenceWarning):
+    """A fitted kernel correlates (almost) no training input with any other distinct input.
+
+    Raised by every estimator after ``fit`` (``classifiers.base``): the median, over the training
+    inputs, of the SE correlation exp(−½ Σ_d (Δx_d/ℓ_d)²) with the nearest *distinct* training input is
+    below :data:`gpc_ref.classifiers.base.SMALLEST_NEIGHBOUR_CORRELATION`. Such a classifier reproduces
+    its training labels and predicts the prior's probability (½ without a bias term) everywhere else:
+    a constant classifier away from the data. The message says what can cause it here: inputs on a
+    scale the lengthscale cannot see, or repeated inputs, whose perfect correlation a short lengthscale
+    rewards.
     """
 
 

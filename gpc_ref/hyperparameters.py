@@ -533,6 +533,44 @@ def _run_from(objective, start, bounds, free, max_iter, tol, careful):
     return run, n_iter, message
 
 
+#: How far (in log-parameter units) :func:`maximize` looks from a start at which the gradient test already passes
+FLAT_START_PROBE = 1.0
+
+
+def _escape_flat_start(objective, run, bounds, free, max_iter, tol, careful, reset):
+    """A start where the gradient vanishes: the search from the best of θ ± ``FLAT_START_PROBE`` along each free
+    entry, if that point is higher by more than the tolerance (else None), and the number of probes evaluated."""
+    theta, value, _ = run.best
+    projected, _ = _projected_gradient(theta, run.best[2], bounds, free)
+    tolerance = tol * max(1.0, abs(value))
+    if projected.size and np.max(np.abs(projected)) > tolerance:
+        return None, 0  # not converged at the start: a failed first line search, reported as it is
+    best_probe, n_probes = None, 0
+    for j in np.flatnonzero(free):
+        for step in (-FLAT_START_PROBE, FLAT_START_PROBE):
+            probe = theta.copy()
+            probe[j] = np.clip(probe[j] + step, bounds[j, 0], bounds[j, 1])
+            if probe[j] == theta[j]:
+                continue
+            n_probes += 1
+            result = _Run(objective, probe, free).evaluate(probe)
+            if (
+                result is not None
+                and result[0] > value + tolerance
+                and (best_probe is None or result[0] > best_probe[1])
+            ):
+                best_probe = (probe, result[0])
+    if best_probe is None:
+        return None, n_probes  # the start is higher than every probe: an optimum, as the gradient test said
+    if reset is not None:
+        reset()
+    try:
+        escaped = _run_from(objective, best_probe[0], bounds, free, max_iter, tol, careful)
+    except _StartFailed:
+        return None, n_probes
+    return (escaped if escaped[0].best[1] > value else None), n_probes
+
+
 @limited_blas_threads
 def maximize(
     objective: Callable[[np.ndarray], tuple[float, np.ndarray]],
@@ -639,6 +677,15 @@ def maximize(
             "does not factorise?); start from other hyperparameters"
         )
     run, n_iter, message = best
+    if warn and n_iter == 0:
+        # the gradient test passed at the start itself, which a plateau (an objective that does not depend on θ
+        # there) passes as well as an optimum: look around before calling the start the optimum
+        escaped, n_probes = _escape_flat_start(objective, run, bounds, free, max_iter, tol, careful, reset)
+        n_evaluations += n_probes
+        if escaped is not None:
+            (run, n_iter, message), n_evaluations = escaped, n_evaluations + escaped[0].n_evaluations
+            n_failed += run.n_failed
+            values.append(run.best[1])
     theta, value, gradient = run.best
     projected, at_bound = _projected_gradient(theta, gradient, bounds, free)
     norm = float(np.max(np.abs(projected))) if projected.size else 0.0

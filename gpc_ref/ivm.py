@@ -88,6 +88,7 @@ __all__ = [
     "median_distance_kernel",
     "training_log_predictive",
     "class_frequency_log_predictive",
+    "prequential_class_frequency_log_predictive",
     "ivm_adf",
     "ivm_core",
     "ivm_fit",
@@ -752,3 +753,35 @@ def class_frequency_log_predictive(t: ArrayLike, n_classes: int | None = None) -
     t, n_classes = check_class_codes(t, len(np.atleast_1d(t)), n_classes, require_all=False)
     shares = np.bincount(t, minlength=n_classes) / len(t)
     return float(np.mean(np.log(shares[t])))
+
+
+def prequential_class_frequency_log_predictive(t: ArrayLike, n_classes: int | None = None) -> float:
+    r"""Mean log probability of each label in ``t`` under the class frequencies of the labels before it.
+
+    (1/S)∑_l log((n_(c_l)^(<l) + 1)/(l − 1 + C)), with n_c^(<l) the count of class c among the first l − 1
+    labels (Laplace's rule of succession: the first label gets 1/C). It is the prequential score of the
+    constant classifier, to set beside the IVM's own prequential score, the mean of
+    ``IVMFit.log_target_probability`` (each included point predicted from the points included before it):
+    with random selection both are out-of-sample estimates, so unlike the training-label score of
+    :func:`training_log_predictive` they can show a kernel that overfits.
+
+    Parameters
+    ----------
+    t : array_like (S,) of int
+        Classes c_l in the order they were seen, codes 0..C−1.
+    n_classes : int, optional
+        C (default ``max(t) + 1``).
+
+    Returns
+    -------
+    float
+        At most 0.
+    """
+    t, n_classes = check_class_codes(t, len(np.atleast_1d(t)), n_classes, require_all=False)
+    counts, total = np.ones(n_classes), float(n_classes)
+    total_log = 0.0
+    for c in t:
+        total_log += np.log(counts[c] / total)
+        counts[c] += 1.0
+        total += 1.0
+    return float(total_log / len(t))

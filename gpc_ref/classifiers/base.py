@@ -11,6 +11,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import threads
+from ..datasets import Standardizer
+from ..errors import MemorisingKernelWarning
 from ..errors import NotFittedError
 from ..kernels import SEKernel
 from ..threads import limit_blas_threads
@@ -133,7 +135,8 @@ class GPCBase:
     _default_kernel_scales_with_data = False
 
     def _default_kernel(self) -> SEKernel:
-        """The kernel used when ``kernel`` is None: a unit SE kernel."""
+        """The kernel used when ``kernel`` is None: a unit SE kernel (its lengthscale set from the data at ``fit`` where
+        the unit one would correlate almost no training input with another: ``_default_kernel_for``)."""
         return SEKernel()
 
     def _kernel_or_default(self) -> SEKernel | list[SEKernel]:
@@ -164,14 +167,25 @@ class GPCBase:
             The fitted estimator itself.
         """
         X, codes = self._validate_training_data(X, y)
-        if self.kernel is None and not self._default_kernel_scales_with_data:
-            _warn_if_unstandardised(X, type(self).__name__, getattr(self, "feature_names_in_", None))
         check_bool(self.optimize, "optimize")
         check_bool(self.progress, "progress")
         rng = check_rng(self.rng)
+        names = getattr(self, "feature_names_in_", None)
+        if (
+            self.kernel is None
+            and not self._default_kernel_scales_with_data
+            and _standardise_if_unstandardised(X, type(self).__name__, names)
+        ):
+            # the default unit kernel cannot see inputs on other scales: fit on standardised inputs (said once)
+            self.standardizer_ = Standardizer().fit(X)
+            X = self.X_train_ = self.standardizer_.transform(X)
+        kernel = self._kernel_or_default()
+        if self.kernel is None and not self._default_kernel_scales_with_data:
+            kernel = _default_kernel_for(kernel, X)
         # one BLAS thread for the small-matrix loops (gpc_ref.threads, benchmarks/threads.py)
         with limit_blas_threads(threads.BLAS_THREADS):
-            self._fit(X, codes, self._kernel_or_default(), rng)
+            self._fit(X, codes, kernel, rng)
+        _warn_if_memorising(self.kernel_, X, type(self).__name__, len(self.classes_))
         return self
 
     def _validate_training_data(self, X, y):
@@ -188,7 +202,7 @@ class GPCBase:
                 f"{len(classes)} ({classes.tolist()[:6]}). The multi-class methods are LaplaceGPC, VBProbitGPC, "
                 "GibbsProbitGPC and SparseIVM."
             )
-        for attribute in ("classes_", "n_features_in_", "feature_names_in_", "X_train_"):
+        for attribute in ("classes_", "n_features_in_", "feature_names_in_", "X_train_", "standardizer_"):
             self.__dict__.pop(attribute, None)  # a refit starts clean
         self.classes_ = classes
         self.n_features_in_ = X.shape[1]
@@ -198,7 +212,7 @@ class GPCBase:
         return X, codes
 
     def _validate_test_data(self, X):
-        """Check that the estimator is fitted and that ``X`` matches the training features."""
+        """Check that the estimator is fitted and that ``X`` matches the training features; standardise as ``fit`` did."""
         if not hasattr(self, "classes_"):
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet; call fit(X, y) before predicting"
@@ -216,7 +230,8 @@ class GPCBase:
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features "
                 "as input"
             )
-        return X
+        standardizer = getattr(self, "standardizer_", None)
+        return X if standardizer is None else standardizer.transform(X)
 
     # ------------------------------------------------------------------ predictions
     def _on_test_data(self, method, X):
@@ -301,14 +316,18 @@ class GPCBase:
 LARGEST_INPUT_SCALE = 10.0
 
 
-def _warn_if_unstandardised(X, estimator, names=None):
-    """Warn once, naming the columns, when inputs are on a scale the default unit-lengthscale kernel cannot see."""
+def _standardise_if_unstandardised(X, estimator, names=None):
+    """True, after one warning naming the columns, when the inputs are on a scale the default unit kernel cannot see.
+
+    The estimator then fits on inputs standardised with the training set's means and standard deviations
+    (``standardizer_``), and applies the same map to every test input: ``kernel_`` is in standardised units.
+    """
     spread = np.std(X, axis=0)
     wide = np.flatnonzero(spread > LARGEST_INPUT_SCALE)
     positive = spread[spread > 0]
     mixed = positive.size > 1 and positive.max() > 1e3 * positive.min()
     if not wide.size and not mixed:
-        return
+        return False
     columns = wide if wide.size else np.flatnonzero(spread == positive.max())
     label = [str(names[j]) if names is not None else str(j) for j in columns[:6]]
     more = f" and {columns.size - 6} more" if columns.size > 6 else ""
@@ -316,12 +335,100 @@ def _warn_if_unstandardised(X, estimator, names=None):
         f"{estimator}: the inputs look unstandardised: column(s) {', '.join(label)}{more} have standard deviation "
         f"{', '.join(f'{spread[j]:.3g}' for j in columns[:6])}"
         + (f" (the smallest is {positive.min():.3g})" if mixed else "")
-        + ", while the default kernel starts at lengthscale 1, where the covariance between training points on that "
-        "scale is nearly zero and learning can end at a constant classifier; standardise the inputs "
-        "(gpc_ref.datasets.Standardizer) or pass a kernel whose lengthscales fit their scale",
+        + ", while the default kernel has lengthscale 1 in every input, on which scale it would see (almost) no "
+        "covariance between training points. The estimator therefore standardises the inputs itself (each column "
+        "to mean 0 and standard deviation 1 on the training set; standardizer_ holds the map, applied to test "
+        "inputs too, and kernel_ is in standardised units); standardise them yourself "
+        "(gpc_ref.datasets.Standardizer) or pass a kernel whose lengthscales fit their scale to silence this",
         UserWarning,
         stacklevel=3,
     )
+    return True
+
+
+#: Below this median correlation of a training input with its nearest distinct neighbour the fitted kernel is
+#: called memorising (:class:`~gpc_ref.errors.MemorisingKernelWarning`): exp(−½ d²/ℓ²) = 0.01 at d = 3ℓ.
+SMALLEST_NEIGHBOUR_CORRELATION = 0.01
+
+#: The memorising check looks at the nearest neighbours of at most this many training inputs (evenly spaced)
+NEIGHBOUR_CHECK_POINTS = 500
+
+
+def nearest_neighbour_correlations(kernel: SEKernel, X: np.ndarray) -> tuple[np.ndarray, int]:
+    """The SE correlation of training inputs with their nearest distinct training input, and the repeats in ``X``.
+
+    Parameters
+    ----------
+    kernel : SEKernel
+        Its lengthscales ℓ_d scale the distances: the correlation is exp(−½ Σ_d ((x_d − x'_d)/ℓ_d)²).
+    X : ndarray (n, D)
+        The inputs the kernel was fitted on; at most :data:`NEIGHBOUR_CHECK_POINTS` of them, evenly
+        spaced, are looked at (each against all n).
+
+    Returns
+    -------
+    correlations : ndarray (m,)
+        For each input looked at, its largest correlation with an input that differs from it (0 if none does).
+    n_repeated : int
+        How many rows of ``X`` repeat an earlier row exactly.
+    """
+    Z = X / np.broadcast_to(kernel.lengthscale, (X.shape[1],))
+    looked = np.unique(np.linspace(0, len(X) - 1, min(len(X), NEIGHBOUR_CHECK_POINTS)).astype(int))
+    correlations = np.zeros(looked.size)
+    for start in range(0, len(Z), 4096):  # never an (m, n) block of more than 500 × 4096
+        block = Z[start : start + 4096]
+        squared = np.sum((Z[looked, None, :] - block[None, :, :]) ** 2, axis=2)
+        squared[squared == 0.0] = np.inf  # the input itself, and exact repeats of it, do not count
+        correlations = np.maximum(correlations, np.exp(-0.5 * np.min(squared, axis=1)))
+    return correlations, len(X) - len(np.unique(X, axis=0))
+
+
+def _default_kernel_for(kernel, X):
+    """The default kernel, with its lengthscale the median distance between training inputs where its own would memorise.
+
+    In many dimensions even standardised inputs are far apart in units of a unit lengthscale (30 standard normal
+    inputs: a nearest neighbour at correlation about 1e-7), so a search from it starts on the plateau where the
+    objective does not depend on the lengthscale; the median heuristic (:func:`gpc_ref.ivm.median_distance_kernel`)
+    puts a typical pair at correlation e^(−1/2). Where the unit kernel sees its neighbours, it is kept.
+    """
+    from ..ivm import median_distance_kernel
+
+    correlations, _ = nearest_neighbour_correlations(kernel, X)
+    if not correlations.size or np.median(correlations) >= SMALLEST_NEIGHBOUR_CORRELATION:
+        return kernel
+    return kernel.with_params(lengthscale=median_distance_kernel(X).lengthscale)
+
+
+def _warn_if_memorising(kernel, X, estimator, n_classes):
+    """Warn (MemorisingKernelWarning) when the fitted kernel correlates almost no training input with another."""
+    for c, one in enumerate(kernel if isinstance(kernel, list) else [kernel]):
+        correlations, n_repeated = nearest_neighbour_correlations(one, X)
+        median = float(np.median(correlations)) if correlations.size else 1.0
+        if median >= SMALLEST_NEIGHBOUR_CORRELATION:
+            continue
+        whose = f"the kernel of class {c} " if isinstance(kernel, list) else "the kernel "
+        warnings.warn(
+            f"{estimator}: {whose}fitted (lengthscale {_lengthscale_text(one)}) correlates almost no training input "
+            f"with any other: the median correlation with the nearest distinct training input is {median:.2g}. The "
+            "classifier reproduces its training labels and predicts what the prior predicts away from them ("
+            + ("½" if n_classes == 2 else f"1/{n_classes} for each class")
+            + " without a bias term)"
+            + (
+                f"; {n_repeated} of the {len(X)} training inputs repeat another exactly, and a kernel that correlates "
+                "only repeated inputs fits them well, which the objective rewards: merge or remove the repeats"
+                if n_repeated
+                else ""
+            )
+            + ". Check the inputs' scale against the lengthscales, or start from a longer lengthscale",
+            MemorisingKernelWarning,
+            stacklevel=3,
+        )
+        return
+
+
+def _lengthscale_text(kernel):
+    lengthscale = np.atleast_1d(kernel.lengthscale)
+    return f"{lengthscale[0]:.3g}" if lengthscale.size == 1 else f"{lengthscale.min():.3g} to {lengthscale.max():.3g}"
 
 
 def _feature_names(X):

@@ -41,8 +41,11 @@ def _probit_kernels(kernel, n_columns):
     return kernel
 
 
-def _learn_probit_kernel(estimator, kernel, X, t, binary, n_classes, rng, method="importance_sampling"):
-    """The learnt kernel(s) and the learning record, by G&R's importance sampling (§4.4) or by maximising the bound."""
+def _learn_probit_kernel(estimator, kernel, X, t, binary, n_classes, rng, method="importance_sampling", options=None):
+    """The learnt kernel(s) and the learning record, by G&R's importance sampling (§4.4) or by maximising the bound.
+
+    ``options`` replace the estimator's ``learning_options`` (None: use them).
+    """
     from ..likelihoods import MultinomialProbitLikelihood
     from ..vb_probit_learning import vb_probit_learn_kernel
     from ..vb_probit_learning import vb_probit_maximize_bound
@@ -51,15 +54,17 @@ def _learn_probit_kernel(estimator, kernel, X, t, binary, n_classes, rng, method
     common = {"rng": rng, "n_classes": None if binary else n_classes, "binary": binary, "likelihood": likelihood,
               "progress": estimator.progress}  # fmt: skip
     if method == "bound":
-        fit = vb_probit_maximize_bound(kernel, X, t, **common, **(estimator.learning_options or {}))
-        _warn_if_degenerate(fit, kernel if isinstance(kernel, (list, tuple)) else [kernel])
+        options = estimator.learning_options if options is None else options
+        fit = vb_probit_maximize_bound(kernel, X, t, **common, **(options or {}))
+        _warn_if_degenerate(fit, kernel if isinstance(kernel, (list, tuple)) else [kernel], type(estimator).__name__)
         return (list(fit.kernel) if isinstance(fit.kernel, tuple) else fit.kernel), fit
-    options = {"n_iter": 50, "n_importance_samples": 500, **(estimator.learning_options or {})}
+    options = {"n_iter": 50, "n_importance_samples": 500,
+               **((estimator.learning_options if options is None else options) or {})}  # fmt: skip
     learning = vb_probit_learn_kernel(kernel, X, t, **common, **options)
     return (learning.kernels[0] if len(learning.kernels) == 1 else list(learning.kernels)), learning
 
 
-def _warn_if_degenerate(fit, kernels):
+def _warn_if_degenerate(fit, kernels, estimator="VBProbitGPC"):
     """Warn when the bound's maximum is (nearly) the constant classifier: for some class kernel the signal
     variance sits at the bottom of the box, or every lengthscale at the top.
 
@@ -81,10 +86,11 @@ def _warn_if_degenerate(fit, kernels):
         start += size
         if variance_low or all_long:
             warnings.warn(
-                "VBProbitGPC: the VB bound is largest at (nearly) the constant classifier: the signal variance at "
+                f"{estimator}: the VB bound is largest at (nearly) the constant classifier: the signal variance at "
                 "the bottom of the hyperparameter box or every lengthscale at its top. The bound is not the "
-                "evidence and can prefer such a kernel when the classes overlap; check the fit, or learn with "
-                "method='importance_sampling' or LaplaceGPC",
+                "evidence and can prefer such a kernel when the classes overlap; check the fit, or learn the kernel by "
+                "G&R's importance sampling (VBProbitGPC(method='importance_sampling'), GibbsProbitGPC(optimize=True)) "
+                "or by LaplaceGPC",
                 UserWarning,
                 stacklevel=5,
             )
@@ -209,9 +215,10 @@ class GibbsProbitGPC(GPCBase):
 
     Parameters
     ----------
-    kernel : SEKernel, list of SEKernel, or None
-    optimize : bool
-        Learn the kernel by VB importance sampling first, or keep ``kernel``.
+    kernel, optimize : SEKernel, list of SEKernel, or None; bool
+        Shared or one per class; ``optimize``: learn it first by VB importance sampling (G&R). None and not ``optimize``:
+        the kernel maximising VB's bound from a unit SE start, as :class:`VBProbitGPC` learns it (a unit kernel is
+        overconfident on inputs with little signal).
     rng : int or numpy.random.Generator
     progress : bool
         Show a progress bar while sampling.
@@ -260,6 +267,12 @@ class GibbsProbitGPC(GPCBase):
         self.hyperparameter_fit_ = None
         if self.optimize:
             kernel, self.hyperparameter_fit_ = _learn_probit_kernel(self, kernel, X, t, binary, n_classes, rng)
+        elif self.kernel is None:
+            # the sampler cannot learn its kernel, and a fixed unit kernel is overconfident where the inputs carry
+            # little signal: the default is the kernel that maximises VB's bound, as VBProbitGPC learns it
+            kernel, self.hyperparameter_fit_ = _learn_probit_kernel(
+                self, kernel, X, t, binary, n_classes, rng, "bound", options={}
+            )
         K = _probit_covariances(kernel, X)
         options = {
             "rng": rng,
@@ -351,8 +364,10 @@ class SparseIVM(GPCBase):
         Prequential log evidence of the active set's labels, ∑_l log P(t_(n_l) | points included before n_l) (eq 5.5):
         it covers S labels, not n, so it is not comparable with the other estimators' evidences.
     training_log_predictive_, class_frequency_log_predictive_ : float
-        Mean log predictive probability of the n training labels under the fit and under the training class frequencies
-        (:mod:`gpc_ref.ivm`); if the first is lower, :class:`~gpc_ref.ivm.BelowClassFrequenciesWarning` is raised.
+        Mean log probability of the training labels under the fit and under the class frequencies (in-sample);
+        ``prequential_log_predictive_`` and ``prequential_class_frequency_log_predictive_``: of each included label
+        predicted from the points included before it (out-of-sample with random selection). A lower fit score gives
+        :class:`~gpc_ref.ivm.BelowClassFrequenciesWarning` (the prequential one with random selection).
     posterior_, hyperparameter_fit_ : IVMFit; KernelLearning or None
     """
 
@@ -390,6 +405,7 @@ class SparseIVM(GPCBase):
         from ..ivm import BelowClassFrequenciesWarning
         from ..ivm import class_frequency_log_predictive
         from ..ivm import median_distance_kernel
+        from ..ivm import prequential_class_frequency_log_predictive
         from ..ivm import training_log_predictive
         from ..likelihoods import MultinomialProbitLikelihood
 
@@ -419,7 +435,28 @@ class SparseIVM(GPCBase):
         likelihood = MultinomialProbitLikelihood(self.n_nodes)
         self.training_log_predictive_ = training_log_predictive(self.posterior_, codes, likelihood)
         self.class_frequency_log_predictive_ = class_frequency_log_predictive(codes, len(self.classes_))
-        if self.training_log_predictive_ < self.class_frequency_log_predictive_:
+        self.prequential_log_predictive_ = float(np.mean(self.posterior_.log_target_probability))
+        self.prequential_class_frequency_log_predictive_ = prequential_class_frequency_log_predictive(
+            codes[self.active_set_], len(self.classes_)
+        )
+        if (
+            self.selection == "random"
+            and self.prequential_log_predictive_ < self.prequential_class_frequency_log_predictive_
+        ):
+            # with random selection each included point is predicted before it is seen: an out-of-sample score,
+            # which, unlike the training labels' score below, can see a kernel that overfits
+            warnings.warn(
+                f"SparseIVM: predicting each included point from the points included before it (an out-of-sample "
+                f"estimate: selection='random'), the fit's mean log predictive probability is "
+                f"{self.prequential_log_predictive_:.3f}, below the {self.prequential_class_frequency_log_predictive_:.3f} "
+                f"of predicting the class frequencies of those points ({self.posterior_.n_active} included points): "
+                "the classifier is likely to do worse than a constant one on new data, the kernel is too flexible "
+                "for the signal in these inputs. Learn the kernel (optimize=True), pass a longer lengthscale or a "
+                "smaller variance, or use a constant classifier.",
+                BelowClassFrequenciesWarning,
+                stacklevel=3,
+            )
+        elif self.training_log_predictive_ < self.class_frequency_log_predictive_:
             warnings.warn(
                 f"SparseIVM: the mean training log predictive probability, {self.training_log_predictive_:.3f}, is "
                 f"below that of predicting the training class frequencies, {self.class_frequency_log_predictive_:.3f}: "

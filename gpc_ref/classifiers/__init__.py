@@ -3,7 +3,8 @@ r"""The seven estimators: thin scikit-learn-style wrappers around the reference 
 The functions in the method modules are the reference; these classes wrap them for coursework
 with one contract (README.md; enforced by ``tests/package/test_classifiers_common.py``): the constructor
 ``(kernel=None, optimize, rng=0, progress=False, *, ...)``; after ``fit``, ``classes_``,
-``n_features_in_``, ``feature_names_in_`` (DataFrame input), ``X_train_``, ``kernel_``,
+``n_features_in_``, ``feature_names_in_`` (DataFrame input), ``X_train_`` (as the kernel sees them:
+standardised, with ``standardizer_``, where ``kernel=None`` met unstandardised inputs), ``kernel_``,
 ``log_marginal_likelihood_`` (each docstring says whether it is an approximation, a bound or an
 estimate), ``posterior_``, ``hyperparameter_fit_``; ``predict_latent`` (binary: mean and variance of
 shape (m,); C classes: means (m, C), covariances (m, C, C)), ``predict_proba`` (columns in

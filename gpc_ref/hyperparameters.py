@@ -56,7 +56,7 @@ itself: the result is ``converged`` only if
 from its last point (fresh curvature memory) until the test passes or ``max_iter`` iterations
 are spent; otherwise a :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count,
 the gradient norm, the parameter the objective would still move (with what its edge of the box
-means) and how many evaluations failed on the way. With ``careful=True`` (the Laplace searches) two
+means) and how many evaluations failed on the way. With ``careful=True`` (the Laplace and VB probit searches) two
 details keep the evaluations few: L-BFGS-B minimises the objective divided by its largest gradient
 component at the start, so that its first step, which is the gradient itself, moves no log-parameter
 by more than one (unscaled, a gradient of 150 sends it to a corner of the box); and it is stopped
@@ -615,7 +615,7 @@ def maximize(
         deliberately partial maximisations (EM's M-step).
     careful : bool
         Scale L-BFGS-B's first step to move no log-parameter by more than one; stop once the projected gradient is
-        ``POLISH`` times the tolerance (module docstring). The Laplace searches use it; it can change the optimum found.
+        ``POLISH`` times the tolerance (module docstring). Used by the Laplace and VB probit searches.
 
     Returns
     -------

@@ -56,7 +56,10 @@ def _learn_probit_kernel(estimator, kernel, X, t, binary, n_classes, rng, method
     if method == "bound":
         options = estimator.learning_options if options is None else options
         fit = vb_probit_maximize_bound(kernel, X, t, **common, **(options or {}))
-        _warn_if_degenerate(fit, kernel if isinstance(kernel, (list, tuple)) else [kernel], type(estimator).__name__)
+        kernels = kernel if isinstance(kernel, (list, tuple)) else [kernel]
+        # the constant classifier's bound: n log(1/C) (two classes in the one-GP binary model)
+        floor = len(t) * np.log(1.0 / (2 if binary else n_classes))
+        _warn_if_degenerate(fit, kernels, type(estimator).__name__, floor)
         return (list(fit.kernel) if isinstance(fit.kernel, tuple) else fit.kernel), fit
     options = {"n_iter": 50, "n_importance_samples": 500,
                **((estimator.learning_options if options is None else options) or {})}  # fmt: skip
@@ -64,9 +67,10 @@ def _learn_probit_kernel(estimator, kernel, X, t, binary, n_classes, rng, method
     return (learning.kernels[0] if len(learning.kernels) == 1 else list(learning.kernels)), learning
 
 
-def _warn_if_degenerate(fit, kernels, estimator="VBProbitGPC"):
+def _warn_if_degenerate(fit, kernels, estimator="VBProbitGPC", floor=-np.inf):
     """Warn when the bound's maximum is (nearly) the constant classifier: for some class kernel the signal
-    variance sits at the bottom of the box, or every lengthscale at the top.
+    variance sits at the bottom of the box, or every lengthscale at the top, or the maximum is within one nat
+    of the constant classifier's bound ``floor`` = n log(1/C) (a search may stop on that ridge before an edge).
 
     The VB bound is not the evidence: as the signal variance vanishes Q becomes exact and the bound
     tends to the constant classifier's evidence n log(1/C), so on overlapping classes the bound can be
@@ -84,10 +88,15 @@ def _warn_if_degenerate(fit, kernels, estimator="VBProbitGPC"):
         lengthscales = [start + j for j, name in enumerate(names) if name.startswith("log_lengthscale")]
         all_long = bool(lengthscales) and all(high[j] for j in lengthscales)
         start += size
-        if variance_low or all_long:
+        near_floor = search.value < floor + 1.0
+        if variance_low or all_long or near_floor:
+            why = (
+                f"its maximum, {search.value:.2f}, is within one nat of the constant classifier's n log(1/C) = {floor:.2f}"
+                if near_floor
+                else "the signal variance at the bottom of the hyperparameter box or every lengthscale at its top"
+            )
             warnings.warn(
-                f"{estimator}: the VB bound is largest at (nearly) the constant classifier: the signal variance at "
-                "the bottom of the hyperparameter box or every lengthscale at its top. The bound is not the "
+                f"{estimator}: the VB bound is largest at (nearly) the constant classifier: {why}. The bound is not the "
                 "evidence and can prefer such a kernel when the classes overlap; check the fit, or learn the kernel by "
                 "G&R's importance sampling (VBProbitGPC(method='importance_sampling'), GibbsProbitGPC(optimize=True)) "
                 "or by LaplaceGPC",

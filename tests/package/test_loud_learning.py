@@ -186,3 +186,20 @@ def test_gibbs_default_kernel_is_learnt_and_not_overconfident_without_signal():
     p, q = model.predict_proba(X_test)[:, 1], y.mean()
     excess = -np.mean(y_test * np.log(p / q) + (1 - y_test) * np.log((1 - p) / (1 - q)))
     assert excess < 0.005  # the unit kernel it used before: +0.033
+
+
+# ----------------------------------------------------------------------------- many classes: the search's first step
+def test_vb_probit_default_learns_nine_classes_instead_of_the_constant_classifier():
+    datasets = pytest.importorskip("sklearn.datasets")
+    from gpc_ref.datasets import Standardizer
+
+    X, codes = datasets.make_classification(n_samples=600, n_features=10, n_informative=6, n_redundant=0, n_classes=9,
+                                            n_clusters_per_class=1, class_sep=1.5, random_state=0)  # fmt: skip
+    scaler = Standardizer().fit(X[:300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the bound's maximum here is not the constant classifier
+        model = VBProbitGPC().fit(scaler.transform(X[:300]), codes[:300])
+    # with an unscaled first L-BFGS step the search landed on the plateau of the constant classifier (signal
+    # variance at the bottom of the box): 95 s and test error 0.90; the careful search's first step moves θ by ≤ 1
+    assert model.hyperparameter_fit_.converged
+    assert np.mean(model.predict(scaler.transform(X[300:])) != codes[300:]) < 0.3

@@ -538,8 +538,8 @@ FLAT_START_PROBE = 1.0
 
 
 def _escape_flat_start(objective, run, bounds, free, max_iter, tol, careful, reset):
-    """A start where the gradient vanishes: the search from the best of θ ± ``FLAT_START_PROBE`` along each free
-    entry, if that point is higher by more than the tolerance (else None), and the number of probes evaluated."""
+    """A start where the gradient vanishes: (the search, its start) from the best of θ ± ``FLAT_START_PROBE`` along
+    each free entry, if that point is higher by more than the tolerance (else None), and the probes evaluated."""
     theta, value, _ = run.best
     projected, _ = _projected_gradient(theta, run.best[2], bounds, free)
     tolerance = tol * max(1.0, abs(value))
@@ -568,7 +568,7 @@ def _escape_flat_start(objective, run, bounds, free, max_iter, tol, careful, res
         escaped = _run_from(objective, best_probe[0], bounds, free, max_iter, tol, careful)
     except _StartFailed:
         return None, n_probes
-    return (escaped if escaped[0].best[1] > value else None), n_probes
+    return ((escaped, best_probe[0]) if escaped[0].best[1] > value else None), n_probes
 
 
 @limited_blas_threads
@@ -683,8 +683,10 @@ def maximize(
         escaped, n_probes = _escape_flat_start(objective, run, bounds, free, max_iter, tol, careful, reset)
         n_evaluations += n_probes
         if escaped is not None:
-            (run, n_iter, message), n_evaluations = escaped, n_evaluations + escaped[0].n_evaluations
+            (run, n_iter, message), probe = escaped
+            n_evaluations += run.n_evaluations
             n_failed += run.n_failed
+            starts = np.vstack([starts, probe])  # the search's start and final value, beside the others'
             values.append(run.best[1])
     theta, value, gradient = run.best
     projected, at_bound = _projected_gradient(theta, gradient, bounds, free)

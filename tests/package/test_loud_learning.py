@@ -146,6 +146,7 @@ def test_a_search_whose_start_is_flat_looks_around_before_calling_it_converged()
 
     fit = maximize(bump, [0.0], bounds=(-5.0, 5.0))
     assert fit.converged and abs(fit.theta[0] - 1.5) < 1e-3 and fit.value > 0.999999
+    assert len(fit.starts) == len(fit.values) == 2 and fit.values[-1] == fit.value
     # where the objective is flat all round, the start is an optimum as the gradient test says
     flat = maximize(lambda theta: (2.0, np.zeros(1)), [0.0], bounds=(-5.0, 5.0))
     assert flat.converged and flat.theta[0] == 0.0 and flat.n_evaluations == 3

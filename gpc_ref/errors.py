@@ -15,6 +15,7 @@ __all__ = [
     "QuadratureWarning",
     "BelowClassFrequenciesWarning",
     "MemorisingKernelWarning",
+    "LocalOptimumWarning",
     "JitterWarning",
     "NotFittedError",
 ]
@@ -52,6 +53,16 @@ class BelowClassFrequenciesWarning(ConvergenceWarning):
     that predicts the training class frequencies (:func:`gpc_ref.ivm.class_frequency_log_predictive`).
     A subclass of :class:`ConvergenceWarning`, the package's one warning family for a fit that did not
     reach a usable result (filter it by this name to silence it alone).
+    """
+
+
+class LocalOptimumWarning(ConvergenceWarning):
+    """A search converged at a stationary point that a nearby probe showed not to be the highest.
+
+    :func:`gpc_ref.hyperparameters.maximize` evaluates the objective ``LOCAL_PROBE`` (2, a factor e² ≈ 7.4) away
+    from its optimum along each kind of parameter (all lengthscales together, all signal variances together); where
+    one probe is higher, it searches on from there and keeps the higher optimum. The warning names both values and
+    the direction: the start alone would have given the lower one, and other optima may be higher still (restarts).
     """
 
 

@@ -56,12 +56,25 @@ itself: the result is ``converged`` only if
 from its last point (fresh curvature memory) until the test passes or ``max_iter`` iterations
 are spent; otherwise a :class:`~gpc_ref.validation.ConvergenceWarning` names the iteration count,
 the gradient norm, the parameter the objective would still move (with what its edge of the box
-means) and how many evaluations failed on the way. With ``careful=True`` (the Laplace and VB probit searches) two
-details keep the evaluations few: L-BFGS-B minimises the objective divided by its largest gradient
+means) and how many evaluations failed on the way. Two details keep the evaluations few (and the first step
+off the flat regions where a classifier predicts ½ everywhere): L-BFGS-B minimises the objective divided by its largest gradient
 component at the start, so that its first step, which is the gradient itself, moves no log-parameter
 by more than one (unscaled, a gradient of 150 sends it to a corner of the box); and it is stopped
 once the projected gradient is ``POLISH``
 (a tenth) of the tolerance, instead of spending evaluations on the rounding of the objective.
+
+Two looks around
+----------------
+A converged search is checked twice before it is returned (``warn=True``, the default). A start where
+the gradient test already passes may be an optimum or a plateau (an objective that does not depend on
+θ there): the objective is evaluated ``FLAT_START_PROBE`` (1) away along each free entry, and the search
+goes on from the highest probe if that is higher. And a stationary point need not be the highest one
+(EP's evidence on 200 points can have optima at ℓ = 0.7 and ℓ = 4.6): the objective is evaluated
+``LOCAL_PROBE`` (2, a factor e² ≈ 7.4) away from the optimum along each kind of parameter (all
+lengthscales together, all signal variances together, each other entry alone, both ways); if a probe
+is higher, the search goes on from it, the higher optimum is kept and a
+:class:`~gpc_ref.errors.LocalOptimumWarning` names both values. Each look costs two evaluations per
+direction; neither replaces restarts, which look further.
 
 Failed evaluations
 ------------------
@@ -80,6 +93,7 @@ References
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -92,6 +106,7 @@ from scipy import optimize
 
 from .errors import ConvergenceWarning
 from .errors import HyperparameterBoundWarning
+from .errors import LocalOptimumWarning
 from .kernels import SEKernel
 from .progress import with_progress
 from .threads import limited_blas_threads
@@ -462,7 +477,7 @@ class _Run:
 POLISH = 0.1
 
 
-def _run_from(objective, start, bounds, free, max_iter, tol, careful):
+def _run_from(objective, start, bounds, free, max_iter, tol):
     """L-BFGS-B from ``start``, rerun from its last point while the gradient test fails."""
     run = _Run(objective, start, free)
     x = start[free]
@@ -474,8 +489,7 @@ def _run_from(objective, start, bounds, free, max_iter, tol, careful):
     # gradient of 150 would send it to a corner of the box, far from where the optimum is, at the price
     # of evaluations to come back. It minimises −objective / scale, with scale the largest gradient
     # component at the start, so that its first step moves no log-parameter by more than one.
-    if careful:
-        run.scale = max(1.0, float(np.max(np.abs(first[1][free])))) if free.any() else 1.0
+    run.scale = max(1.0, float(np.max(np.abs(first[1][free])))) if free.any() else 1.0
     n_iter, n_calls, message = 0, 0, ""
     previous, failed_before = -np.inf, 0
 
@@ -491,7 +505,7 @@ def _run_from(objective, start, bounds, free, max_iter, tol, careful):
         if not np.array_equal(theta[free], intermediate_result.x):
             theta, value, gradient = run.best
         projected, _ = _projected_gradient(theta, gradient, bounds, free)
-        if careful and projected.size and np.max(np.abs(projected)) <= POLISH * tol * max(1.0, abs(value)):
+        if projected.size and np.max(np.abs(projected)) <= POLISH * tol * max(1.0, abs(value)):
             raise StopIteration
 
     while True:
@@ -536,39 +550,81 @@ def _run_from(objective, start, bounds, free, max_iter, tol, careful):
 #: How far (in log-parameter units) :func:`maximize` looks from a start at which the gradient test already passes
 FLAT_START_PROBE = 1.0
 
+#: How far (in log-parameter units, a factor e² ≈ 7.4) :func:`maximize` looks from its optimum for a higher point
+LOCAL_PROBE = 2.0
 
-def _escape_flat_start(objective, run, bounds, free, max_iter, tol, careful, reset):
-    """A start where the gradient vanishes: (the search, its start) from the best of θ ± ``FLAT_START_PROBE`` along
-    each free entry, if that point is higher by more than the tolerance (else None), and the probes evaluated."""
-    theta, value, _ = run.best
-    projected, _ = _projected_gradient(theta, run.best[2], bounds, free)
-    tolerance = tol * max(1.0, abs(value))
-    if projected.size and np.max(np.abs(projected)) > tolerance:
-        return None, 0  # not converged at the start: a failed first line search, reported as it is
-    best_probe, n_probes = None, 0
+
+def _probe_directions(names, free, step, grouped):
+    """±``step`` along each free entry; ``grouped``: along each kind of entry at once (every lengthscale of every
+    class kernel together, every signal variance together, every ``nu[i]`` together; an unnamed ``theta[j]``
+    alone)."""
+    groups = {}
     for j in np.flatnonzero(free):
-        for step in (-FLAT_START_PROBE, FLAT_START_PROBE):
-            probe = theta.copy()
-            probe[j] = np.clip(probe[j] + step, bounds[j, 0], bounds[j, 1])
-            if probe[j] == theta[j]:
-                continue
-            n_probes += 1
-            result = _Run(objective, probe, free).evaluate(probe)
-            if (
-                result is not None
-                and result[0] > value + tolerance
-                and (best_probe is None or result[0] > best_probe[1])
-            ):
-                best_probe = (probe, result[0])
+        kind = _kind(names[j])
+        groups.setdefault(kind if grouped else j, []).append(j)
+    directions = []
+    for entries in groups.values():
+        direction = np.zeros(free.size)
+        direction[entries] = step
+        directions += [-direction, direction]
+    return directions
+
+
+def _search_from_best_probe(objective, run, bounds, free, max_iter, tol, reset, directions):
+    """(the search, its start) from the highest of the points ``run``'s best + each of ``directions`` (clipped to
+    the box), if one is higher than that best by more than the tolerance and the search from it ends higher (else
+    None), and the number of probes evaluated."""
+    theta, value, _ = run.best
+    tolerance = tol * max(1.0, abs(value))
+    best_probe, n_probes = None, 0
+    for direction in directions:
+        probe = np.where(free, np.clip(theta + direction, bounds[:, 0], bounds[:, 1]), theta)
+        if np.array_equal(probe, theta):
+            continue
+        n_probes += 1
+        result = _Run(objective, probe, free).evaluate(probe)
+        if result is not None and result[0] > value + tolerance and (best_probe is None or result[0] > best_probe[1]):
+            best_probe = (probe, result[0])
     if best_probe is None:
-        return None, n_probes  # the start is higher than every probe: an optimum, as the gradient test said
+        return None, n_probes
     if reset is not None:
         reset()
     try:
-        escaped = _run_from(objective, best_probe[0], bounds, free, max_iter, tol, careful)
+        found = _run_from(objective, best_probe[0], bounds, free, max_iter, tol)
     except _StartFailed:
         return None, n_probes
-    return ((escaped, best_probe[0]) if escaped[0].best[1] > value else None), n_probes
+    return ((found, best_probe[0]) if found[0].best[1] > value else None), n_probes
+
+
+def _kind(name):
+    """The kind of a parameter: its name without a class prefix or an index ("class 1: log_lengthscale[2]" is a
+    "log_lengthscale"), except for :func:`maximize`'s default names ``theta[j]``, each its own kind."""
+    if re.fullmatch(r"theta\[\d+\]", name):
+        return name
+    return re.sub(r"\[\d+\]$", "", re.sub(r"^class \d+: ", "", name))
+
+
+def _moved_names(names, step):
+    """The kinds of parameter that ``step`` moves, and which way (for :func:`maximize`'s LocalOptimumWarning)."""
+    moved = {}
+    for j in np.flatnonzero(step):
+        moved.setdefault(_kind(names[j]), "up" if step[j] > 0 else "down")
+    return " and ".join(f"{kind} {way}" for kind, way in moved.items())
+
+
+def _passes_gradient_test(best, bounds, free, tol):
+    """Whether the point ``best`` = (θ, value, gradient) passes the gradient test (module docstring)."""
+    projected, _ = _projected_gradient(best[0], best[2], bounds, free)
+    return not projected.size or np.max(np.abs(projected)) <= tol * max(1.0, abs(best[1]))
+
+
+def _escape_flat_start(objective, run, bounds, free, max_iter, tol, reset, names):
+    """A start where the gradient vanishes: the search from the best of θ ± ``FLAT_START_PROBE`` along each free
+    entry, if that point is higher (:func:`_search_from_best_probe`)."""
+    if not _passes_gradient_test(run.best, bounds, free, tol):
+        return None, 0  # not converged at the start: a failed first line search, reported as it is
+    directions = _probe_directions(names, free, FLAT_START_PROBE, grouped=False)
+    return _search_from_best_probe(objective, run, bounds, free, max_iter, tol, reset, directions)
 
 
 @limited_blas_threads
@@ -589,7 +645,6 @@ def maximize(
     description: str = "maximize",
     warn: bool = True,
     names: Sequence[str] | None = None,
-    careful: bool = False,
 ) -> HyperparameterFit:
     r"""Maximise ``objective(theta) -> (value, gradient)`` over a box by L-BFGS-B, with restarts.
 
@@ -613,14 +668,12 @@ def maximize(
         (:class:`~gpc_ref.validation.HyperparameterBoundWarning`) if a learnt entry ended on the box's edge, named by
         ``names`` (default ``theta[j]``; kernel names add the edge's meaning, :data:`EDGE_MEANINGS`); ``False`` for
         deliberately partial maximisations (EM's M-step).
-    careful : bool
-        Scale L-BFGS-B's first step to move no log-parameter by more than one; stop once the projected gradient is
-        ``POLISH`` times the tolerance (module docstring). Used by the Laplace and VB probit searches.
 
     Returns
     -------
     HyperparameterFit
-        The optimum of the start with the largest final value, with the search's bookkeeping.
+        The optimum of the start with the largest final value (after the two looks around, module docstring), with
+        the search's bookkeeping; a search from a probe is listed in ``starts`` and ``values`` beside the others.
     """
     if not callable(objective):
         raise ValueError("objective must be a callable theta -> (value, gradient)")
@@ -662,7 +715,7 @@ def maximize(
         if reset is not None:
             reset()
         try:
-            run, n_iter, message = _run_from(objective, start, bounds, free, max_iter, tol, careful)
+            run, n_iter, message = _run_from(objective, start, bounds, free, max_iter, tol)
         except _StartFailed:
             values.append(-np.inf)  # a start where the model cannot be computed at all
             continue
@@ -680,7 +733,7 @@ def maximize(
     if warn and n_iter == 0:
         # the gradient test passed at the start itself, which a plateau (an objective that does not depend on θ
         # there) passes as well as an optimum: look around before calling the start the optimum
-        escaped, n_probes = _escape_flat_start(objective, run, bounds, free, max_iter, tol, careful, reset)
+        escaped, n_probes = _escape_flat_start(objective, run, bounds, free, max_iter, tol, reset, names)
         n_evaluations += n_probes
         if escaped is not None:
             (run, n_iter, message), probe = escaped
@@ -688,6 +741,27 @@ def maximize(
             n_failed += run.n_failed
             starts = np.vstack([starts, probe])  # the search's start and final value, beside the others'
             values.append(run.best[1])
+    if warn and _passes_gradient_test(run.best, bounds, free, tol):
+        # a stationary point is not always the highest one (two lengthscales can both explain the labels): look
+        # LOCAL_PROBE further along each kind of parameter, and search on from a point higher than the optimum
+        local_theta, local_value = run.best[0].copy(), run.best[1]
+        directions = _probe_directions(names, free, LOCAL_PROBE, grouped=True)
+        found, n_probes = _search_from_best_probe(objective, run, bounds, free, max_iter, tol, reset, directions)
+        n_evaluations += n_probes
+        if found is not None:
+            (run, n_iter, message), probe = found
+            n_evaluations += run.n_evaluations
+            n_failed += run.n_failed
+            starts = np.vstack([starts, probe])
+            values.append(run.best[1])
+            warnings.warn(
+                f"{description}: the search stopped at a local optimum (objective {local_value:.6g}); a search "
+                f"started from it with {_moved_names(names, probe - local_theta)} by {LOCAL_PROBE:g} reached "
+                f"{run.best[1]:.6g}, "
+                "which is kept. Other optima may be higher still: raise n_restarts",
+                LocalOptimumWarning,
+                stacklevel=3,
+            )
     theta, value, gradient = run.best
     projected, at_bound = _projected_gradient(theta, gradient, bounds, free)
     norm = float(np.max(np.abs(projected))) if projected.size else 0.0

@@ -651,7 +651,7 @@ def maximize_laplace_evidence(
     r"""Maximise a Laplace log evidence plus an optional log prior over θ with :func:`maximize`.
 
     The search of :func:`map_hyperparameters` and :func:`gpc_ref.laplace_multiclass.softmax_laplace_optimize`:
-    :func:`maximize`'s ``careful`` one, each evaluation warm-starting Newton from the previous evaluation's mode
+    :func:`maximize`, each evaluation warm-starting Newton from the previous evaluation's mode
     (cleared before every start; the same mode as W&B's start at f = 0, in fewer steps), its warnings silenced.
     An evaluation whose mode did not converge (its evidence would be wrong) counts as failed: its step is rejected.
 
@@ -704,7 +704,7 @@ def maximize_laplace_evidence(
     def reset():
         state["f"] = None
 
-    fit = maximize(objective, theta0, reset=reset, description=description, careful=True, **search)
+    fit = maximize(objective, theta0, reset=reset, description=description, **search)
     if state["best"] is not None and np.array_equal(state["best"][0], fit.theta):
         evidence = state["best"][2]  # the search's evaluation at its optimum: no need to repeat it
     else:

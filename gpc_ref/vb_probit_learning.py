@@ -545,7 +545,7 @@ def vb_probit_maximize_bound(kernel: SEKernel | Sequence[SEKernel], X: ArrayLike
 
     search = maximize(bound_and_gradient, theta0, bounds=theta_box(kernels), free=free, n_restarts=n_restarts,
                       rng=rng, max_iter=max_iter, tol=tol, reset=reset, progress=progress,
-                      names=theta_names(kernels), description="vb_probit_maximize_bound", careful=True)  # fmt: skip
+                      names=theta_names(kernels), description="vb_probit_maximize_bound")  # fmt: skip
     best = unstack_theta(kernel, search.theta, n_columns)
     if state["best"] is not None and np.array_equal(state["best"][0], search.theta):
         vb = state["best"][2]

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 
 from .. import threads
 from ..datasets import Standardizer
+from ..errors import ConvergenceWarning
 from ..errors import MemorisingKernelWarning
 from ..errors import NotFittedError
 from ..kernels import SEKernel
@@ -133,6 +134,9 @@ class GPCBase:
     # ------------------------------------------------------------------ the estimator's own defaults
     #: True where the default kernel is set from the inputs' spread (SparseIVM's median distance): no scale warning
     _default_kernel_scales_with_data = False
+    #: True where ``log_marginal_likelihood_`` is the learnt kernel's (approximate) log evidence or a bound on it,
+    #: compared after a learning fit with the constant classifier's n log(1/C) (VB probit says so in its own words)
+    _evidence_is_learnt = False
 
     def _default_kernel(self) -> SEKernel:
         """The kernel used when ``kernel`` is None: a unit SE kernel (its lengthscale set from the data at ``fit`` where
@@ -186,6 +190,8 @@ class GPCBase:
         with limit_blas_threads(threads.BLAS_THREADS):
             self._fit(X, codes, kernel, rng)
         _warn_if_memorising(self.kernel_, X, type(self).__name__, len(self.classes_))
+        if self.optimize and self._evidence_is_learnt:
+            _warn_if_constant_classifier(self.log_marginal_likelihood_, len(X), len(self.classes_), type(self).__name__)
         return self
 
     def _validate_training_data(self, X, y):
@@ -424,6 +430,24 @@ def _warn_if_memorising(kernel, X, estimator, n_classes):
             stacklevel=3,
         )
         return
+
+
+def _warn_if_constant_classifier(log_evidence, n, n_classes, estimator):
+    """Warn (ConvergenceWarning) when a learnt kernel's log evidence is within one nat of n log(1/C): the labels are
+    explained no better than by probabilities 1/C everywhere, which is what the plateaus where the signal variance
+    vanishes or the lengthscale falls far below the inputs' spacing give (the evidence is n log(1/C) on both)."""
+    floor = n * np.log(1.0 / n_classes)
+    if log_evidence >= floor + 1.0:
+        return
+    warnings.warn(
+        f"{estimator}: the learnt kernel explains the training labels no better than probability 1/{n_classes} for "
+        f"every class everywhere: its log evidence, {log_evidence:.2f}, is within one nat of n log(1/{n_classes}) = "
+        f"{floor:.2f}, the value on the plateaus where the signal variance vanishes or the lengthscale is far below "
+        "the inputs' spacing. Either the inputs carry no signal this kernel can see, or the search ended on such a "
+        "plateau: check the fit (n_restarts, another starting kernel)",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
 
 
 def _lengthscale_text(kernel):

@@ -60,6 +60,8 @@ class EPGPC(GPCBase):
 
     _binary_only = True
 
+    _evidence_is_learnt = True  # warned about within one nat of n log(1/C) (GPCBase.fit)
+
     def __init__(
         self, kernel: SEKernel | None = None, optimize: bool = True, rng: int | np.random.Generator = 0,
         progress: bool = False, *, method: str = "evidence", likelihood: str = "probit", epsilon: float = 0.0,

@@ -59,6 +59,8 @@ class KLGPC(GPCBase):
 
     _binary_only = True
 
+    _evidence_is_learnt = True  # warned about within one nat of n log(1/C) (GPCBase.fit)
+
     def __init__(
         self, kernel: SEKernel | None = None, optimize: bool = True, rng: int | np.random.Generator = 0,
         progress: bool = False, *, likelihood: str = "logistic", fixed: Sequence[str] = (), n_restarts: int = 0,

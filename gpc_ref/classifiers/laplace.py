@@ -57,6 +57,8 @@ class LaplaceGPC(GPCBase):
     (2, 2)
     """
 
+    _evidence_is_learnt = True  # warned about within one nat of n log(1/C) (GPCBase.fit)
+
     def __init__(
         self, kernel: SEKernel | None = None, optimize: bool = True, rng: int | np.random.Generator = 0,
         progress: bool = False, *, method: str = "map", likelihood: str = "logistic", prior: str | None = "wb",

@@ -173,17 +173,15 @@ def test_the_first_step_moves_no_parameter_by_more_than_one():
         return objective(theta)
 
     with pytest.warns(HyperparameterBoundWarning):
-        fit = maximize(recorded, np.zeros(2), bounds=(-10.0, 10.0), careful=True)
+        fit = maximize(recorded, np.zeros(2), bounds=(-10.0, 10.0))
     assert np.max(np.abs(evaluated[1] - evaluated[0])) == pytest.approx(1.0)
     np.testing.assert_allclose(fit.theta, [10.0, 2.0], atol=1e-6)
     assert fit.n_evaluations == len(evaluated)  # the start is evaluated once
 
 
 def test_lbfgsb_stops_once_the_gradient_is_far_below_the_tolerance():
-    fit = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500, careful=True)
+    fit = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500)
     assert "StopIteration" in fit.message  # stopped by the POLISH test, not by L-BFGS-B's own
-    plain = maximize(negative_rosenbrock, np.array([-1.2, 1.0]), max_iter=500)
-    assert "StopIteration" not in plain.message  # careful=False: L-BFGS-B as it is
     _, value, gradient = fit.theta, fit.value, fit.gradient
     assert np.max(np.abs(gradient)) <= 1e-5 * max(1.0, abs(value))
     assert 0 < POLISH < 1
@@ -414,8 +412,7 @@ def test_a_fuzzy_edge_of_the_computable_region_is_named_by_where_the_failures_li
         )
 
     with pytest.warns(gpc_ref.ConvergenceWarning) as caught:
-        fit = maximize(objective, np.zeros(2), bounds=(-10.0, 10.0), names=["log_variance", "log_lengthscale"],
-                       careful=True)  # fmt: skip
+        fit = maximize(objective, np.zeros(2), bounds=(-10.0, 10.0), names=["log_variance", "log_lengthscale"])
     message = str(caught[0].message)
     assert 3.7 < fit.theta[0] <= 4.2 and not fit.converged and fit.n_failed > 0
     assert "failed at larger log_variance" in message and fit.n_evaluations < 150

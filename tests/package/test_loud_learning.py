@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
+import gpc_ref
 from gpc_ref import EPGPC
 from gpc_ref import KLGPC
 from gpc_ref import GibbsProbitGPC
@@ -149,7 +150,54 @@ def test_a_search_whose_start_is_flat_looks_around_before_calling_it_converged()
     assert len(fit.starts) == len(fit.values) == 2 and fit.values[-1] == fit.value
     # where the objective is flat all round, the start is an optimum as the gradient test says
     flat = maximize(lambda theta: (2.0, np.zeros(1)), [0.0], bounds=(-5.0, 5.0))
-    assert flat.converged and flat.theta[0] == 0.0 and flat.n_evaluations == 3
+    # (the start, its two probes at θ ± 1, and the two of the local check at θ ± 2)
+    assert flat.converged and flat.theta[0] == 0.0 and flat.n_evaluations == 5
+
+
+# ----------------------------------------------------------------------------- a converged search at a local optimum
+def test_a_local_optimum_that_a_probe_beats_is_left_with_a_warning():
+    from gpc_ref.errors import LocalOptimumWarning
+    from gpc_ref.hyperparameters import maximize
+
+    def two_bumps(theta):  # a local maximum of 1 at θ = 0.5, the global one of 2 at θ = 2.5
+        value = np.exp(-4.0 * (theta[0] - 0.5) ** 2) + 2.0 * np.exp(-4.0 * (theta[0] - 2.5) ** 2)
+        gradient = -8.0 * (theta[0] - 0.5) * np.exp(-4.0 * (theta[0] - 0.5) ** 2) - 16.0 * (theta[0] - 2.5) * np.exp(
+            -4.0 * (theta[0] - 2.5) ** 2
+        )
+        return float(value), np.array([gradient])
+
+    with pytest.warns(LocalOptimumWarning, match=r"local optimum \(objective 1\).*log_lengthscale up by 2 reached 2"):
+        fit = maximize(two_bumps, [0.3], bounds=(-5.0, 5.0), names=["log_lengthscale"])
+    assert fit.converged and abs(fit.theta[0] - 2.5) < 1e-3 and fit.values[-1] == fit.value
+    assert len(fit.starts) == len(fit.values) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # from the global optimum's side, nothing to say
+        assert abs(maximize(two_bumps, [2.0], bounds=(-5.0, 5.0)).theta[0] - 2.5) < 1e-3
+
+
+def _two_lengthscales():
+    # n = 200, four inputs: EP's evidence has a local optimum at ℓ = 0.70 (−131.96) next to the global one at
+    # ℓ = 4.6 (−129.44); from the unit kernel the search reaches the local one (found among 24 synthetic subsets)
+    rng = np.random.default_rng(0)
+    for s in range(20):
+        n = [60, 100, 150, 200][s % 4]
+        X = rng.standard_normal((n, 4))
+        w = rng.standard_normal(4) * [1.5, 1.0, 0.3, 0.0]
+        f = X @ w + np.sin(2 * X[:, 0])
+        y = (rng.random(n) < 1 / (1 + np.exp(-f))).astype(int)
+    return X, y
+
+
+def test_epgpc_at_a_local_optimum_says_so_and_keeps_the_higher_one():
+    from gpc_ref.errors import LocalOptimumWarning
+
+    X, y = _two_lengthscales()
+    with pytest.warns(LocalOptimumWarning, match="maximize_ep_evidence: the search stopped at a local optimum"):
+        model = EPGPC().fit(X, y)
+    best = EPGPC(n_restarts=5, rng=19).fit(X, y)  # restarts find the same optimum
+    assert model.hyperparameter_fit_.converged
+    assert model.log_marginal_likelihood_ == pytest.approx(best.log_marginal_likelihood_, abs=1e-3)
+    assert model.kernel_.lengthscale == pytest.approx(4.6, abs=0.05)
 
 
 # ----------------------------------------------------------------------------- overconfidence on inputs with no signal
@@ -204,3 +252,22 @@ def test_vb_probit_default_learns_nine_classes_instead_of_the_constant_classifie
     # variance at the bottom of the box): 95 s and test error 0.90; the careful search's first step moves θ by ≤ 1
     assert model.hyperparameter_fit_.converged
     assert np.mean(model.predict(scaler.transform(X[300:])) != codes[300:]) < 0.3
+
+
+# ----------------------------------------------------------------------------- the constant classifier's plateau
+@pytest.mark.parametrize(
+    "make", [EPGPC, KLGPC, LaplaceGPC, lambda: LaplaceGPC(prior=None), VariationalBoundsGPC], ids=lambda m: repr(m())
+)
+def test_a_learnt_kernel_no_better_than_a_coin_is_said_to_be(make):
+    # balanced labels that the inputs do not predict: every learner's evidence ends within a nat of n log ½
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(200, 3)), np.tile([0, 1], 100)
+    with pytest.warns(gpc_ref.ConvergenceWarning, match=r"no better than probability 1/2 .* n log\(1/2\) = -138.63"):
+        model = make().fit(X, y)
+    assert model.log_marginal_likelihood_ < 200 * np.log(0.5) + 1.0
+    # with 30 % of class 1 the class frequencies explain the labels better than ½, and learning finds them: not said
+    y = (rng.random(200) < 0.3).astype(int)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make().fit(X, y)
+    assert not [w for w in caught if "no better than probability" in str(w.message)]

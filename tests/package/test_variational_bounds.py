@@ -1,5 +1,6 @@
 """Tests of gpc_ref.variational_bounds (Gibbs & MacKay 2000, Jaakkola & Jordan bounds)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -209,7 +210,9 @@ def test_gradient_and_fixed_point_optimisers_agree(rng):
     fixed = optimize_lower_bound(kernel, X, t, nu_update="fixed_point")
     assert joint.converged and fixed.converged
     assert joint.bound.log_Z == pytest.approx(fixed.bound.log_Z, abs=1e-5)
-    np.testing.assert_allclose(joint.kernel.theta, fixed.kernel.theta, atol=2e-2)
+    # the bias ends vanishing (about e^-17) along a direction where the bound is flat: only its size is identified
+    np.testing.assert_allclose(joint.kernel.theta[:3], fixed.kernel.theta[:3], atol=2e-2)
+    assert joint.kernel.theta[3] < -10.0 and fixed.kernel.theta[3] < -10.0
 
 
 def _signal_problem(seed):
@@ -232,18 +235,21 @@ def test_core_and_driver_reach_the_same_maximum(seed, nu_update):
     np.testing.assert_allclose(core.kernel.theta, driver.kernel.theta, atol=5e-3)
 
 
-def test_where_an_input_is_switched_off_the_driver_stops_at_the_box_and_says_so():
+def test_where_an_input_is_switched_off_core_and_driver_agree_on_the_bound():
     """Here the bound prefers to ignore the second input: its lengthscale runs up a flat direction. The core's
-    L-BFGS stops somewhere on it without a word; the driver stops on the box's edge and names the parameter.
-    The two bounds agree: the direction is flat."""
+    L-BFGS and the driver both stop somewhere on it, far beyond the inputs' spread (the driver where its gradient
+    test passes, or at the box's edge, which it names); the two bounds agree: the direction is flat."""
     X, t, kernel = _signal_problem(1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         core = optimize_lower_bound_core(kernel, X, t, nu_update="fixed_point", tol=1e-8)
-    with pytest.warns(ConvergenceWarning, match=r"log_lengthscale\[1\] at the upper edge"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         driver = optimize_lower_bound(kernel, X, t, nu_update="fixed_point")
-    box = theta_box(kernel)
-    assert driver.kernel.theta[2] == pytest.approx(box[2, 1]) and core.kernel.theta[2] > 5.0
+    assert driver.converged and driver.kernel.theta[2] > 5.0 and core.kernel.theta[2] > 5.0
+    for warning in caught:  # said only when the search has stopped on the edge
+        assert driver.kernel.theta[2] == pytest.approx(theta_box(kernel)[2, 1])
+        assert re.search(r"log_lengthscale\[1\] at the upper edge", str(warning.message))
     assert core.bound.log_Z == pytest.approx(driver.bound.log_Z, abs=1e-5)
 
 

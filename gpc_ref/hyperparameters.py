@@ -560,8 +560,7 @@ def _probe_directions(names, free, step, grouped):
     alone)."""
     groups = {}
     for j in np.flatnonzero(free):
-        kind = _kind(names[j])
-        groups.setdefault(kind if grouped else j, []).append(j)
+        groups.setdefault(_probe_kind(names[j]) if grouped else j, []).append(j)
     directions = []
     for entries in groups.values():
         direction = np.zeros(free.size)
@@ -596,7 +595,7 @@ def _search_from_best_probe(objective, run, bounds, free, max_iter, tol, reset, 
     return ((found, best_probe[0]) if found[0].best[1] > value else None), n_probes
 
 
-def _kind(name):
+def _probe_kind(name):
     """The kind of a parameter: its name without a class prefix or an index ("class 1: log_lengthscale[2]" is a
     "log_lengthscale"), except for :func:`maximize`'s default names ``theta[j]``, each its own kind."""
     if re.fullmatch(r"theta\[\d+\]", name):
@@ -608,7 +607,7 @@ def _moved_names(names, step):
     """The kinds of parameter that ``step`` moves, and which way (for :func:`maximize`'s LocalOptimumWarning)."""
     moved = {}
     for j in np.flatnonzero(step):
-        moved.setdefault(_kind(names[j]), "up" if step[j] > 0 else "down")
+        moved.setdefault(_probe_kind(names[j]), "up" if step[j] > 0 else "down")
     return " and ".join(f"{kind} {way}" for kind, way in moved.items())
 
 

@@ -32,7 +32,8 @@ class LaplaceGPC(GPCBase):
     prior, prior_mean, prior_sd : {"wb", None}, float, float
         W&B's normal priors on the log-hyperparameters (mean ``prior_mean``, s.d. ``prior_sd``; W&B: −3, 3), or none.
     n_restarts, max_iter, tol : int, int, float
-        Extra optimiser starts besides the given kernel, L-BFGS-B iterations per start, relative gradient tolerance.
+        Extra optimiser starts besides the given kernel (default 2: three starts, as scikit-learn's
+        ``n_restarts_optimizer=2`` gives each of its binary fits), L-BFGS-B iterations per start, gradient tolerance.
     prediction, multiclass_prediction : str
         Integral of the latent predictive: binary logistic {"erf_mixture", "mackay", "quadrature", "exact"}; softmax
         {"qmc", "gauss_hermite", "cubature", "monte_carlo"} (default QMC: deterministic, accurate at large variances).
@@ -62,7 +63,7 @@ class LaplaceGPC(GPCBase):
     def __init__(
         self, kernel: SEKernel | None = None, optimize: bool = True, rng: int | np.random.Generator = 0,
         progress: bool = False, *, method: str = "map", likelihood: str = "logistic", prior: str | None = "wb",
-        prior_mean: float = -3.0, prior_sd: float = 3.0, n_restarts: int = 3, max_iter: int = 200, tol: float = 1e-5,
+        prior_mean: float = -3.0, prior_sd: float = 3.0, n_restarts: int = 2, max_iter: int = 200, tol: float = 1e-5,
         prediction: str = "erf_mixture", multiclass_prediction: str = "qmc", hmc_options: dict | None = None,
     ) -> None:  # fmt: skip
         self._store_params(locals())

@@ -729,6 +729,15 @@ def maximize(
             "does not factorise?); start from other hyperparameters"
         )
     run, n_iter, message = best
+
+    def beside(probe, found):
+        """Count a search from a probe with the others: its start and final value listed beside theirs."""
+        nonlocal starts, n_evaluations, n_failed
+        starts = np.vstack([starts, probe])
+        values.append(found.best[1])
+        n_evaluations += found.n_evaluations
+        n_failed += found.n_failed
+
     if warn and n_iter == 0:
         # the gradient test passed at the start itself, which a plateau (an objective that does not depend on θ
         # there) passes as well as an optimum: look around before calling the start the optimum
@@ -736,10 +745,7 @@ def maximize(
         n_evaluations += n_probes
         if escaped is not None:
             (run, n_iter, message), probe = escaped
-            n_evaluations += run.n_evaluations
-            n_failed += run.n_failed
-            starts = np.vstack([starts, probe])  # the search's start and final value, beside the others'
-            values.append(run.best[1])
+            beside(probe, run)
     if warn and _passes_gradient_test(run.best, bounds, free, tol):
         # a stationary point is not always the highest one (two lengthscales can both explain the labels): look
         # LOCAL_PROBE further along each kind of parameter, and search on from a point higher than the optimum
@@ -749,10 +755,7 @@ def maximize(
         n_evaluations += n_probes
         if found is not None:
             (run, n_iter, message), probe = found
-            n_evaluations += run.n_evaluations
-            n_failed += run.n_failed
-            starts = np.vstack([starts, probe])
-            values.append(run.best[1])
+            beside(probe, run)
             warnings.warn(
                 f"{description}: the search stopped at a local optimum (objective {local_value:.6g}); a search "
                 f"started from it with {_moved_names(names, probe - local_theta)} by {LOCAL_PROBE:g} reached "

@@ -8,6 +8,10 @@ References
 ----------
 - [GM00] Gibbs & MacKay (2000), eq 41: test log likelihood.
 - [Brier50] Brier (1950): the quadratic score.
+- [NB03] Nadeau & Bengio (2003), "Inference for the generalization error", Machine Learning 52: the corrected
+  resampled t-test for differences measured on random train/test partitions of one pool.
+- [Diet98] Dietterich (1998), "Approximate statistical tests for comparing supervised classification learning
+  algorithms", Neural Computation 10: why the naive t-test over re-splits is anti-conservative.
 """
 
 from __future__ import annotations
@@ -16,10 +20,20 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats
 
 from .validation import check_vector
 
-__all__ = ["ErrorRate", "error_rate", "test_log_likelihood", "mean_log_predictive", "brier_score", "reliability_curve"]
+__all__ = [
+    "ErrorRate",
+    "error_rate",
+    "test_log_likelihood",
+    "mean_log_predictive",
+    "brier_score",
+    "reliability_curve",
+    "PairedDifference",
+    "paired_difference",
+]
 
 
 @dataclass(frozen=True)
@@ -188,3 +202,76 @@ def reliability_curve(
     mean_predicted = np.bincount(bins, weights=proba, minlength=n_bins)[used] / counts[used]
     observed = np.bincount(bins, weights=y_true, minlength=n_bins)[used] / counts[used]
     return mean_predicted, observed, counts[used]
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """The mean over J splits of a paired difference (method − reference), its standard error and the book's rule.
+
+    ``std_error`` is the naive s/√J where the splits are independent draws, and Nadeau & Bengio's corrected
+    √((1/J + n_test/n_train) s²) where they are random partitions of one pool (their training sets overlap, so the
+    J differences are positively correlated and s/√J is too small); ``naive_std_error`` is s/√J either way.
+    ``resolved`` is the book's one rule: |mean| > t_{0.975, J−1} · ``std_error`` (``t_critical``), a two-sided
+    95 % t test with J − 1 degrees of freedom.
+    """
+
+    mean: float
+    std_error: float
+    naive_std_error: float
+    t_critical: float
+    n_splits: int
+    resampled: bool
+
+    @property
+    def resolved(self) -> bool:
+        """|mean| > t_critical · std_error."""
+        return abs(self.mean) > self.t_critical * self.std_error
+
+    @property
+    def t(self) -> float:
+        """mean / std_error (infinite where every split gave the same difference, and the mean is not zero)."""
+        if self.std_error > 0:
+            return self.mean / self.std_error
+        return 0.0 if self.mean == 0 else float(np.copysign(np.inf, self.mean))
+
+
+def paired_difference(
+    differences: ArrayLike, *, n_train: int | None = None, n_test: int | None = None, level: float = 0.95
+) -> PairedDifference:
+    r"""Summarise per-split differences (method − reference, same splits) by the rule the book uses throughout.
+
+    Parameters
+    ----------
+    differences : array-like (J,)
+        One difference per split, J ≥ 2.
+    n_train, n_test : int or None
+        The training and test sizes when the splits are random partitions of one pool (re-splits): the variance
+        s²/J is then inflated by (1/J + n_test/n_train)/(1/J) [NB03]. None (both) for splits that are independent
+        draws (a synthetic problem drawn afresh per split).
+    level : float
+        Two-sided level of the t test (default 0.95).
+
+    Returns
+    -------
+    PairedDifference
+    """
+    d = check_vector(differences, "differences")
+    if d.size < 2:
+        raise ValueError(f"differences needs at least two splits; got {d.size}")
+    if (n_train is None) != (n_test is None):
+        raise ValueError("n_train and n_test are given together (re-splits of one pool) or not at all")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1); got {level}")
+    J = d.size
+    variance = float(np.var(d, ddof=1))
+    naive = np.sqrt(variance / J)
+    resampled = n_train is not None
+    if resampled:
+        if n_train < 1 or n_test < 1:
+            raise ValueError(f"n_train and n_test must be positive; got {n_train} and {n_test}")
+        corrected = np.sqrt((1.0 / J + n_test / n_train) * variance)
+    else:
+        corrected = naive
+    t_critical = float(stats.t.ppf(0.5 + level / 2.0, J - 1))
+    return PairedDifference(mean=float(d.mean()), std_error=float(corrected), naive_std_error=float(naive),
+                            t_critical=t_critical, n_splits=J, resampled=resampled)  # fmt: skip

@@ -25,6 +25,17 @@ Columns: :data:`COLUMNS`. ``status`` is one of :data:`STATUSES`:
 - ``"explained: mechanism"``: an experiment in the chapter changes one thing and isolates the cause;
 - ``"open"``: none of these; the note lists the experiments tried.
 
+A ``"Conclusion"`` row (a published conclusion the book checks) has a status of its own, one of
+:data:`CONCLUSION_STATUSES`, earned by :func:`conclusion_status` from a difference and its standard error under
+the book's one rule (resolved: |mean| > t_{0.975, J−1} · se, :func:`gpc_ref.metrics.paired_difference`):
+
+- ``"supported"``: a claimed direction is resolved with its sign, or a claimed equivalence holds with its stated
+  margin (the whole interval mean ± t · se inside ± margin);
+- ``"not contradicted"``: nothing is resolved against the claim, but it is not established either (an unresolved
+  difference, or an equivalence whose interval reaches past the margin): failing to reject is not support;
+- ``"contradicted"``: resolved against the claim (the other sign, or a difference resolved beyond the margin);
+- ``"open"``: none of these can be said (the note says why).
+
 ``yardstick`` says what the error bars are (:data:`YARDSTICKS`); ``paper_error_bar`` is the paper's own, as it
 prints it, or empty. Rows whose ``table_or_figure`` is ``"Conclusion"`` record a published conclusion that the
 book checks (``paper_value`` None); the scoreboard page lists them in a table of their own.
@@ -52,6 +63,8 @@ from collections.abc import Sequence
 __all__ = [
     "COLUMNS",
     "STATUSES",
+    "CONCLUSION_STATUSES",
+    "conclusion_status",
     "YARDSTICKS",
     "agrees_at_printed_precision",
     "check_yardstick",
@@ -69,6 +82,7 @@ __all__ = [
 COLUMNS = ("paper", "table_or_figure", "quantity", "paper_value", "paper_error_bar", "our_value", "our_error_bar",
            "yardstick", "protocol", "status", "chapter_label", "note")  # fmt: skip
 STATUSES = ("reproduced", "within error bars", "explained: paper error", "explained: protocol not stated", "explained: mechanism", "open")  # fmt: skip
+CONCLUSION_STATUSES = ("supported", "not contradicted", "contradicted", "open")
 # What an error bar is. ``yardstick`` is one of these for ours, followed by ``"; paper: "`` and one of these for the
 # paper's when the paper gives an error bar, e.g. "se of the mean over splits; paper: sd over splits".
 YARDSTICKS = ("binomial sd", "binomial se", "sd over splits", "se of the mean over splits", "sd over draws",
@@ -322,6 +336,39 @@ def _check_committed_row(row: dict[str, str], path: str) -> None:
             )
 
 
+def conclusion_status(mean: float, std_error: float, t_critical: float, *, sign: int | None = None,
+                      margin: float | None = None) -> str:  # fmt: skip
+    """The status a published conclusion earns from a difference (ours minus what the claim compares with).
+
+    Parameters
+    ----------
+    mean, std_error, t_critical : float
+        The difference, its standard error and the critical value of the rule (``PairedDifference`` fields).
+    sign, margin : int or None, float or None
+        Exactly one: the claimed direction (+1: the difference is positive) or, for a claim that two things are
+        equally good, the margin within which a difference counts as negligible (in the difference's units).
+
+    Returns
+    -------
+    str
+        One of :data:`CONCLUSION_STATUSES` except ``"open"`` (module docstring).
+    """
+    if (sign is None) == (margin is None):
+        raise ValueError("give exactly one of sign (a claimed direction) and margin (a claimed equivalence)")
+    half_width = float(t_critical) * float(std_error)
+    if sign is not None:
+        if sign not in (-1, 1):
+            raise ValueError(f"sign must be +1 or -1; got {sign!r}")
+        if abs(mean) <= half_width:
+            return "not contradicted"
+        return "supported" if math.copysign(1.0, mean) == sign else "contradicted"
+    if margin <= 0:
+        raise ValueError(f"margin must be positive; got {margin!r}")
+    if abs(mean) + half_width <= margin:
+        return "supported"
+    return "contradicted" if abs(mean) - half_width > margin else "not contradicted"
+
+
 def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: float | None, our_value: float,
            our_error_bar: float | None = None, protocol: str, status: str, chapter_label: str, note: str = "",
            paper_error_bar: float | None = None, yardstick: str | None = None, path: str = "reproductions.csv",
@@ -340,8 +387,8 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
     protocol, chapter_label : str
         How ours was obtained, briefly (splits, seeds, settings); the MyST label of the chapter/section computing it.
     status, note : str
-        One of :data:`STATUSES`; why a difference remains, with the experiment that explains it (required for
-        ``"explained: paper error"``, with the errata entry's label ``errata-...``, and for ``"open"``: what was tried).
+        One of :data:`STATUSES` (``"Conclusion"`` rows: :data:`CONCLUSION_STATUSES`); the note: why a difference remains
+        (for ``"explained: paper error"`` the errata entry's label ``errata-...``; for ``"open"``: what was tried).
     yardstick : str, optional
         What the error bars are (:func:`check_yardstick`), e.g. ``"binomial sd"``; required with an error bar, except
         on a ``"Conclusion"`` row, whose error bar is a standard error by default (``"standard error"``).
@@ -357,8 +404,10 @@ def record(paper: str, table_or_figure: str, quantity: str, *, paper_value: floa
     float
         ``our_value``.
     """
-    if status not in STATUSES:
-        raise ValueError(f"status must be one of {STATUSES}; got {status!r}")
+    allowed = CONCLUSION_STATUSES if table_or_figure == "Conclusion" else STATUSES
+    if status not in allowed:
+        raise ValueError(f"status must be one of {allowed} for a {'Conclusion' if allowed is CONCLUSION_STATUSES else 'paper number'} "
+                         f"row; got {status!r}")  # fmt: skip
     if status == "explained: paper error" and "errata-" not in note:
         raise ValueError(f"status 'explained: paper error' needs the errata entry's label (errata-...) in the note; "
                          f"got {note!r}")  # fmt: skip

@@ -12,6 +12,7 @@ import pathlib
 import pytest
 
 from gpc_ref.reproduction import COLUMNS
+from gpc_ref.reproduction import CONCLUSION_STATUSES
 from gpc_ref.reproduction import STATUSES
 from gpc_ref.reproduction import YARDSTICKS
 from gpc_ref.reproduction import check_yardstick
@@ -115,6 +116,31 @@ def test_agrees_at_printed_precision():
     assert agree("-18.8103", "-18.8102") and not agree("-18.8103", "-18.8095")
 
 
+def test_a_conclusion_earns_its_status_by_the_rule():
+    from gpc_ref.reproduction import conclusion_status
+
+    t = 2.262  # ten splits
+    # a claimed direction: resolved with its sign, unresolved, resolved against it
+    assert conclusion_status(-0.02, 0.005, t, sign=-1) == "supported"
+    assert conclusion_status(-0.02, 0.02, t, sign=-1) == "not contradicted"
+    assert conclusion_status(+0.02, 0.005, t, sign=-1) == "contradicted"
+    # a claimed equivalence within 0.01: the interval inside the margin, straddling it, beyond it
+    assert conclusion_status(0.001, 0.002, t, margin=0.01) == "supported"
+    assert conclusion_status(0.006, 0.004, t, margin=0.01) == "not contradicted"  # unresolved, yet not shown equal
+    assert conclusion_status(0.05, 0.004, t, margin=0.01) == "contradicted"
+    with pytest.raises(ValueError, match="exactly one"):
+        conclusion_status(0.0, 1.0, t)
+    assert set(CONCLUSION_STATUSES).isdisjoint({"reproduced", "within error bars"})
+
+
+def test_a_conclusion_row_takes_a_conclusion_status(tmp_path):
+    common = dict(paper_value=None, our_value=0.1, protocol="p", chapter_label="x-chapter", path=tmp_path / "r.csv",
+                  glue=False, write=True)  # fmt: skip
+    record("NR08", "Conclusion", "a claim", status="supported", **common)
+    with pytest.raises(ValueError, match="status must be one of"):
+        record("NR08", "Conclusion", "another claim", status="within error bars", **common)
+
+
 def test_agreement_statuses():
     from gpc_ref.reproduction import agreement
 
@@ -177,7 +203,7 @@ def test_every_row_is_what_its_chapter_computes():
     problems = []
     for row in rows:
         key = (row["chapter_label"], glue_name(row["paper"], row["table_or_figure"], row["quantity"]))
-        if row["status"] not in STATUSES:
+        if row["status"] not in (CONCLUSION_STATUSES if row["table_or_figure"] == "Conclusion" else STATUSES):
             problems.append(f"{key}: status {row['status']!r}")
         elif row["paper_value"] == "" and row["table_or_figure"] != "Conclusion":
             problems.append(f"{key}: no paper value (only a Conclusion row may have none)")

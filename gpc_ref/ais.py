@@ -306,9 +306,7 @@ def ais_log_evidence(K: ArrayLike, y: ArrayLike,
         T; S (at least 2, for the standard error); γ of β_t = (t/T)^γ (1 is linear); moves per temperature.
     start : {"auto", "prior", "ep", "laplace"}
         q: ``"ep"`` (binary; logistic via Φ(√(π/8) f)), ``"laplace"`` (multi-class; multinomial probit via
-        softmax(1.2 f)), ``"prior"`` ([NR08]) or ``"auto"``, the first that applies. A poor q lowers the ESS (``warn``),
-        and with few temperatures it also biases log Ẑ down, however healthy the ESS looks (a typical run misses the
-        rare heavy weights that carry Ẑ's mean): the chapter's AIS-bias exercise measures it.
+        softmax(1.2 f)), ``"prior"`` ([NR08]), ``"auto"`` (the first that applies); a poor q at small T biases log Ẑ low.
     n_classes : int, optional
         C for a multi-class likelihood with a shared K (default: one more than the largest code).
     warn, progress : bool

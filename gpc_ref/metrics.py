@@ -211,7 +211,7 @@ class PairedDifference:
     ``std_error`` is the naive s/√J where the splits are independent draws, and Nadeau & Bengio's corrected
     √((1/J + n_test/n_train) s²) where they are random partitions of one pool (their training sets overlap, so the
     J differences are positively correlated and s/√J is too small); ``naive_std_error`` is s/√J either way.
-    ``resolved`` is the book's one rule: |mean| > t_{0.975, J−1} · ``std_error`` (``t_critical``), a two-sided
+    ``resolved`` is the book's one rule: abs(mean) > t_{0.975, J−1} · ``std_error`` (``t_critical``), a two-sided
     95 % t test with J − 1 degrees of freedom.
     """
 
@@ -224,7 +224,7 @@ class PairedDifference:
 
     @property
     def resolved(self) -> bool:
-        """|mean| > t_critical · std_error."""
+        """abs(mean) > t_critical · std_error."""
         return abs(self.mean) > self.t_critical * self.std_error
 
     @property

@@ -27,7 +27,7 @@ Columns: :data:`COLUMNS`. ``status`` is one of :data:`STATUSES`:
 
 A ``"Conclusion"`` row (a published conclusion the book checks) has a status of its own, one of
 :data:`CONCLUSION_STATUSES`, earned by :func:`conclusion_status` from a difference and its standard error under
-the book's one rule (resolved: |mean| > t_{0.975, J−1} · se, :func:`gpc_ref.metrics.paired_difference`):
+the book's one rule (resolved: abs(mean) > t_{0.975, J−1} · se, :func:`gpc_ref.metrics.paired_difference`):
 
 - ``"supported"``: a claimed direction is resolved with its sign, or a claimed equivalence holds with its stated
   margin (the whole interval mean ± t · se inside ± margin);

@@ -16,7 +16,10 @@ Then the optima, resolved:
   ``gpc_ref.hyperparameters.maximize``) started from the grid point where that objective is largest (rerun
   from σ_f = 1, ℓ = √D if that search ends below its start), with its convergence flag; the gold standard of its likelihood at that optimum (orthant for the probit
   methods, one AIS run for the logistic ones), and the test scores there. The upper bound's estimator
-  keeps the lower bound's hyperparameters (G&M), so it has no optimum of its own;
+  keeps the lower bound's hyperparameters (G&M), so it has no optimum of its own. Beside it, under
+  ``from_default``, the search of the learnt-hyperparameter chapter (book/comparison_learnt.ipynb): from
+  σ_f = 1, ℓ = √D, the practical default, so that the two protocols can be compared (issue 30, item 6);
+  KL runs with both likelihoods (item 4);
 - the probit gold standard's optimum: a local grid of step 0.125 (5 × 5) around its best grid point,
   moved until the best local point is inside it (at most three moves);
 - the logistic gold standard's optimum, where the script asks for it: AIS at the four neighbours, at
@@ -62,6 +65,7 @@ METHODS = {
     "upper_bound": (lambda k, opt: VariationalBoundsGPC(k, optimize=opt, bound="upper"), "logistic"),
     "vb": (lambda k, opt: VBProbitGPC(k, optimize=opt), "probit"),
     "kl": (lambda k, opt: KLGPC(k, optimize=opt), "logistic"),
+    "kl_probit": (lambda k, opt: KLGPC(k, optimize=opt, likelihood="probit"), "probit"),
 }  # fmt: skip
 LEARNT = [name for name in METHODS if name != "upper_bound"]  # the upper bound keeps the lower bound's kernel
 REFINE_STEP = 0.125
@@ -220,6 +224,9 @@ def optimum_part(problem, log_ls, log_sfs, methods):
             retry = _learn(name, default_start, problem)
             failed, row = (row, retry) if retry["log_z"] > row["log_z"] else (retry, row)
             row["failed_search"] = {k: failed[k] for k in ("start", "point", "log_z", "converged")}
+        # the learnt-hyperparameter chapter's protocol, from the practical default start (issue 30, item 6)
+        row["from_default"] = {k: v for k, v in _learn(name, default_start, problem).items()
+                               if k in ("start", "point", "log_z", "converged", "warnings", "seconds")}  # fmt: skip
         optima[name] = row
         print(f"optimum {name}: ({row['point'][0]:+.3f}, {row['point'][1]:+.3f}) log Z {row['log_z']:.3f} "
               f"converged {row['converged']}", flush=True)  # fmt: skip

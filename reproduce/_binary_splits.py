@@ -18,6 +18,11 @@ The splits (split 0 is the split of book/comparison_binary.ipynb wherever that s
   test, each class in proportion); Ripley's fixed split, which the comparison uses, is not one of them;
 - biopsy: ``stratified_split(y, 0.22, s)`` (151 train, 532 test), the comparison's protocol.
 
+On toy and crabs, every split also stores ``ep_sigma_f_profile``: the exact probit evidence and EP's along
+ln σ_f = 0, 0.5, …, 7.5 at EP's learnt ℓ (issue 30, item 6), to say whether EP's learner running to a large
+σ_f follows the model's evidence or EP's error. KL runs with both likelihoods, so that KL (probit) stands
+beside EP (probit) as KL (logistic) does beside Laplace (logistic) (issue 30, item 4).
+
 The upper bound (G&M) keeps the lower bound's hyperparameters, as in the comparison: it is fitted at the
 lower bound's learnt kernel rather than relearning the same search.
 """
@@ -29,6 +34,7 @@ import warnings
 
 import numpy as np
 from _shared import JITTER
+from _shared import kernel_at
 
 from gpc_ref import EPGPC
 from gpc_ref import KLGPC
@@ -46,6 +52,7 @@ from gpc_ref.datasets import make_gm_toy_1d
 from gpc_ref.datasets import stratified_split
 from gpc_ref.exact import effective_sample_size
 from gpc_ref.exact import elliptical_slice_sampling
+from gpc_ref.exact import probit_orthant_evidence
 from gpc_ref.likelihoods import ProbitLikelihood
 from gpc_ref.linalg import cholesky
 from gpc_ref.metrics import brier_score
@@ -63,6 +70,7 @@ METHODS = {
     "upper_bound": ("logistic", "JJ upper bound"),
     "vb": ("probit", "VB probit"),
     "kl": ("logistic", "KL (logistic)"),
+    "kl_probit": ("probit", "KL (probit)"),
 }
 #: the MCMC references at EP's learnt hyperparameters (probit model), on the first REFERENCE_SPLITS splits
 GIBBS = {"n_samples": 4000, "burn_in": 1000}
@@ -70,6 +78,10 @@ SLICE = {"n_samples": 20_000, "burn_in": 2000}
 REFERENCE_SPLITS = 5
 #: a reference is used only where its smallest effective sample size over the latents reaches this
 MIN_ESS = 100
+#: the runaway check (issue 30, item 6): on these problems, on every split, the exact probit evidence and EP's
+#: along ln σ_f at EP's learnt ℓ, to see whether a large learnt σ_f is EP's doing or the model's
+PROFILE_PROBLEMS = ("toy", "crabs")
+PROFILE_LOG_SFS = tuple(float(v) for v in np.arange(0.0, 7.5 + 1e-9, 0.5))
 
 
 def standardised_problem(X_train, labels_train, X_test, labels_test, positive):
@@ -117,6 +129,8 @@ def make_method(name, kernel, optimize):
         return VBProbitGPC(kernel, optimize=optimize)
     if name == "kl":
         return KLGPC(kernel, optimize=optimize)
+    if name == "kl_probit":
+        return KLGPC(kernel, optimize=optimize, likelihood="probit")
     raise ValueError(f"name must be one of {list(METHODS)}; got {name!r}")
 
 
@@ -171,6 +185,24 @@ def slice_probit_predictive(X, y, X_test, kernel, rng, n_samples, burn_in):
     return proba, draws
 
 
+def sigma_f_profile(X, y, log_lengthscale):
+    """The exact probit log evidence (orthant, rng 0) and EP's along ``PROFILE_LOG_SFS`` at one ln ℓ.
+
+    If the exact evidence still rises towards the top of the box where EP's learner ran to a large σ_f,
+    the runaway is the probit model's (nearly separable data), not EP's error.
+    """
+    rows = []
+    for log_sf in PROFILE_LOG_SFS:
+        kernel = kernel_at(log_lengthscale, log_sf)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exact = probit_orthant_evidence(kernel.K(X), y, rng=0)
+            ep = EPGPC(kernel, optimize=False).fit(X, y).log_marginal_likelihood_
+        rows.append({"log_sf": log_sf, "exact": float(exact.log_evidence), "exact_se": float(exact.std_error),
+                     "exact_converged": bool(exact.converged), "ep": float(ep)})  # fmt: skip
+    return {"log_lengthscale": float(log_lengthscale), "rows": rows}
+
+
 def run_split(name, split, *, with_references=True):
     """Every method learnt on split ``split`` of ``name``, scored; the MCMC references at EP's kernel."""
     data = problem(name, split)
@@ -192,6 +224,8 @@ def run_split(name, split, *, with_references=True):
         row["methods"][method] = {**scores(proba, data["y_test"]), "theta": learnt_theta(model),
                                   "converged": converged, "warnings": caught,
                                   "seconds": round(time.perf_counter() - begin, 2)}  # fmt: skip
+    if name in PROFILE_PROBLEMS:
+        row["ep_sigma_f_profile"] = sigma_f_profile(X, y, row["methods"]["ep"]["theta"][0])
     if with_references:
         kernel = fitted["ep"].kernel_
         rng = np.random.default_rng(1000 + split)

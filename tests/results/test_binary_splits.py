@@ -101,7 +101,7 @@ def test_stored_splits_cover_ten_seeds_every_method_and_the_references(name):
     result = stored(f"binary_splits_{name}")
     rows = result["rows"]
     assert [row["split"] for row in rows] == list(range(10))
-    methods = ("laplace", "laplace_probit", "ep", "lower_bound", "upper_bound", "vb", "kl")
+    methods = ("laplace", "laplace_probit", "ep", "lower_bound", "upper_bound", "vb", "kl", "kl_probit")
     for row in rows:
         assert set(row["methods"]) == set(methods)
         for scores in row["methods"].values():
@@ -112,6 +112,18 @@ def test_stored_splits_cover_ten_seeds_every_method_and_the_references(name):
     assert [row["split"] for row in with_references] == result["reference_splits"]
     for row in with_references:
         assert row["gibbs"]["min_ess"] > 0 and row["slice"]["min_ess"] > 0
+
+
+@pytest.mark.parametrize("name", ["toy", "crabs"])
+def test_stored_sigma_f_profiles_follow_eps_learnt_lengthscale(name):
+    """The runaway check (issue 30, item 6): exact and EP log evidence along ln σ_f at EP's learnt ℓ, every split."""
+    for row in stored(f"binary_splits_{name}")["rows"]:
+        profile = row["ep_sigma_f_profile"]
+        assert profile["log_lengthscale"] == row["methods"]["ep"]["theta"][0]
+        assert [r["log_sf"] for r in profile["rows"]] == [0.5 * k for k in range(16)]
+        for r in profile["rows"]:
+            # EP's evidence is below the exact one wherever the orthant converged to its tolerance
+            assert not r["exact_converged"] or r["ep"] < r["exact"] + 3 * r["exact_se"]
 
 
 def test_stored_latent_references_and_the_vb_variance_cap():
@@ -142,7 +154,7 @@ def test_cost_table_rows_are_consistent_and_the_benchmark_runs():
         if "learn_seconds" in row:
             assert row["learn_units"] == pytest.approx(row["learn_seconds"] / row["cholesky_seconds"])
     assert {row["method"] for row in result["rows"] if row["n"] == 1000} == {
-        "laplace", "laplace_probit", "ep", "lower_bound", "upper_bound", "vb", "kl"}  # fmt: skip
+        "laplace", "laplace_probit", "ep", "lower_bound", "upper_bound", "vb", "kl", "kl_probit"}  # fmt: skip
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import binary_cost

@@ -426,6 +426,9 @@ def _tilted_log_weights(C, mu, U):
     log Φ(c_k + μ_k) + μ_k²/2 − μ_k z_k ([Botev17] eq 8; μ = 0 is Genz's estimator).
     """
     n, m = C.shape[0], U.shape[0]
+    # a scrambled Sobol coordinate can be exactly 0 (about once in 2³⁰), whose inverse CDF is −∞ and would turn
+    # the weight into NaN; the smallest positive float moves it into the open interval and changes nothing else
+    U = np.maximum(U, np.finfo(float).tiny)
     Z = np.empty((n, m))  # one row per variable: C[k, :k] @ Z[:k] reads contiguous rows
     log_w = np.zeros(m)
     mu = np.append(mu, 0.0)

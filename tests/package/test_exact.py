@@ -406,6 +406,18 @@ def test_a_single_probit_point_has_orthant_probability_one_half():
     assert result.log_evidence == np.log(0.5) and result.std_error == 0.0
 
 
+def test_an_exact_zero_uniform_does_not_make_the_orthant_weights_nan():
+    """A scrambled Sobol coordinate can be exactly 0 (it happened on the digits 3-vs-5 problem, n = 183, and the
+    evidence came out NaN): its inverse CDF is −∞. The weights stay finite, and the other points' are untouched."""
+    from gpc_ref.exact import _tilted_log_weights
+
+    C = np.array([[0.0, 0.0, 0.0], [0.4, 0.0, 0.0], [0.2, -0.3, 0.0]])
+    U = np.array([[0.0, 0.5], [1e-300, 0.5], [0.3, 0.7]])
+    log_w = _tilted_log_weights(C, np.array([0.5, -0.2]), U)
+    assert np.all(np.isfinite(log_w))
+    assert log_w[1] == _tilted_log_weights(C, np.array([0.5, -0.2]), U[1:])[0]
+
+
 def test_orthant_evidence_against_a_plain_monte_carlo_count():
     rng = np.random.default_rng(8)
     X = rng.normal(size=(8, 2))

@@ -52,6 +52,7 @@ from gpc_ref.datasets import Standardizer
 from gpc_ref.datasets import crabs_split
 from gpc_ref.datasets import load_biopsy
 from gpc_ref.datasets import load_crabs
+from gpc_ref.datasets import load_digits
 from gpc_ref.datasets import make_gm_toy_1d
 from gpc_ref.datasets import stratified_split
 from gpc_ref.exact import probit_orthant_evidence
@@ -108,6 +109,18 @@ def crabs_problem():
     train, test = crabs_split(0)
     return _problem(data.X[train], data.y[train], data.X[test], data.y[test], "M",
                     "crabs_split(0): 80 training (20 per species×sex group), 120 test; +1 = male")  # fmt: skip
+
+
+def digits_problem():
+    """Digits 3 (+1) against 5 (−1), scikit-learn's 8 × 8 images (the counterpart of K&R's USPS 3 vs 5): grey
+    levels scaled to [0, 1], not standardised (several border pixels never vary), stratified_split(y, 0.5, 0):
+    183 training and 182 test images."""
+    data = load_digits()
+    keep = np.isin(data.y, [3, 5])
+    X, y = np.asarray(data.X[keep], float) / 16.0, np.where(data.y[keep] == 3, 1.0, -1.0)
+    train, test = stratified_split(y, 0.5, 0)
+    return {"X": X[train], "y": y[train], "X_test": X[test], "y_test": y[test],
+            "split": "digits 3 (+1) vs 5 (-1), grey levels / 16, stratified_split(y, 0.5, 0): 183 train, 182 test"}  # fmt: skip
 
 
 def _fit(model, X, y):

@@ -112,8 +112,9 @@ $(PLAYWRIGHT):
 	npm install --silent --prefix _build/node playwright-core@1
 
 ## make browser-check: every page of the built book in headless chromium (Debian's package) at
-## desktop (1280 px) and phone (390 px) width: console errors, overflow past the column, inline
-## formulas or tables that scroll, scrolling without an edge cue, figure text under 8 px, figures
+## phone (390 px), desktop (1280 px) and wide (1920 px) width: console errors, overflow past the column,
+## inline formulas or tables that scroll, scrolling without an edge cue, a figure that scrolls sideways
+## at 1280 px or wider (it must fit the column), figure text under 8 px, figures
 ## without a full-size link or with a path for alt text, the contents toggle, TeX errors; exits
 ## non-zero on any. Whole-page screenshots of BROWSER_PAGES in _build/browser-check/.
 ## Needs chromium (apt-get install chromium) and npm; builds the book into _build/test-build if absent.

@@ -1,13 +1,15 @@
 // The book in a real browser (Debian's chromium, driven by playwright-core): `make browser-check`.
 //
-// For every page of the built book, at desktop (1280 px) and phone (390 px) width, after MathJax has
-// typeset the page, it records
+// For every page of the built book, at phone (390 px), desktop (1280 px) and wide (1920 px) width, after
+// MathJax has typeset the page, it records
 //   - console errors and failed requests (a script included twice, a missing asset);
 //   - overflow: the page scrolling sideways, or an element running past the article column outside a
 //     box that scrolls;
 //   - boxes that scroll sideways: an inline formula with its own scroll bar, a table that scrolls
 //     instead of fitting (or reflowing), a display formula that scrolls at desktop width, and any
 //     scrolling box without a visible cue at the edge where it scrolls (a shadow);
+//   - figures that scroll sideways at desktop widths (1280 px and wider): a figure must fit the column there
+//     (on a phone a wide figure may scroll, with its full-size link);
 //   - figures: text smaller than 8 px at the rendered size (the height of the smallest text the
 //     figure's code sets, at the image's natural size, which book/_ext/figures.py writes into the
 //     image's class gpc-text-N, times the image's rendered width over its natural width), an image
@@ -32,7 +34,7 @@ const { chromium } = require(process.env.PLAYWRIGHT_CORE || "playwright-core");
 const root = resolve(process.argv[2] || "_build/test-build/_build/html");
 const shotPages = new Set(process.argv.slice(3));
 const outDir = resolve("_build/browser-check");
-const widths = [1280, 390];
+const widths = [390, 1280, 1920];
 const MIN_FONT_PX = 8;
 const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".png": "image/png",
   ".svg": "image/svg+xml", ".woff": "font/woff", ".woff2": "font/woff2", ".json": "application/json" };
@@ -88,7 +90,7 @@ function measure({ minFontPx, desktop }) {
     return false;
   };
   const result = { overflow: [], inlineScroll: [], tableScroll: [], displayScroll: [], noCue: [], tex: [],
-    figures: [], smallFigures: [], noLink: [], badAlt: [], pageScroll: false };
+    figures: [], smallFigures: [], figureScroll: [], noLink: [], badAlt: [], pageScroll: false };
   result.pageScroll = document.documentElement.scrollWidth > document.documentElement.clientWidth + 1;
 
   // elements past the column that no scrolling box holds
@@ -103,6 +105,13 @@ function measure({ minFontPx, desktop }) {
     const isInlineMath = element.matches("mjx-container:not([display='true'])");
     const holdsTable = element.matches("table") || element.querySelector("table");
     const isDisplayMath = element.matches("mjx-container[display='true'], div.math") || element.querySelector("mjx-container[display='true']");
+    const holdsFigure = element.matches(".gpc-figure-scroll") || (element.querySelector("img") && !holdsTable);
+    if (holdsFigure && desktop) {
+      const image = element.querySelector("img");
+      const shown = Math.round(100 * element.clientWidth / element.scrollWidth);
+      result.figureScroll.push(`${image?.closest("figure")?.querySelector(".caption-number")?.textContent.trim() ||
+        decodeURIComponent((image?.src || "").split("/").pop()).slice(0, 16)}: ${shown} % visible`);
+    }
     if (isInlineMath) result.inlineScroll.push(text(element));
     else if (holdsTable) result.tableScroll.push(text(element));
     else if (isDisplayMath && desktop) result.displayScroll.push(text(element));
@@ -172,7 +181,7 @@ async function checkToggle(page, width) {
 let failures = 0;
 const allFigures = [];
 const header = "page                            width  console  overflow  inline-scroll  table-scroll  " +
-  "display-scroll  no-cue  small-figure  no-link  alt  toggle  TeX";
+  "display-scroll  no-cue  figure-scroll  small-figure  no-link  alt  toggle  TeX";
 console.log(header);
 for (const name of pages) {
   for (const width of widths) {
@@ -205,14 +214,15 @@ for (const name of pages) {
     const toggle = await checkToggle(page, width);
     if (result.pageScroll) result.overflow.unshift("the page scrolls sideways");
     const columns = [errors, result.overflow, result.inlineScroll, result.tableScroll, result.displayScroll,
-      result.noCue, result.smallFigures, result.noLink, result.badAlt, toggle ? [toggle] : [], result.tex];
+      result.noCue, result.figureScroll, result.smallFigures, result.noLink, result.badAlt, toggle ? [toggle] : [],
+      result.tex];
     const problems = columns.reduce((sum, list) => sum + list.length, 0);
     failures += problems ? 1 : 0;
-    const widthsOf = [30, 5, 7, 8, 13, 12, 14, 6, 12, 7, 3, 6, 3];
+    const widthsOf = [30, 5, 7, 8, 13, 12, 14, 6, 13, 12, 7, 3, 6, 3];
     const cells = [name.replace("book/", ""), width, ...columns.map((list) => list.length)];
     console.log(cells.map((c, i) => (i === 0 ? String(c).padEnd(widthsOf[i]) : String(c).padStart(widthsOf[i]))).join("  "));
     const labels = ["console", "overflow", "inline formula scrolls", "table scrolls", "display formula scrolls",
-      "scrolls without a cue", "figure text", "no full-size link", "alt text", "toggle", "TeX"];
+      "scrolls without a cue", "figure scrolls", "figure text", "no full-size link", "alt text", "toggle", "TeX"];
     columns.forEach((list, i) => list.slice(0, 4).forEach((item) => console.log(`    ${labels[i]}: ${item}`)));
     for (const figure of result.figures) allFigures.push({ page: name, width, ...figure });
     await page.close();
@@ -223,7 +233,7 @@ server.close();
 
 // the rendered size of each figure's smallest text, at both widths
 console.log("\nfigure text: the smallest text the figure's code sets, px at the image's natural size and as rendered (< 8 fails)");
-console.log("chapter                  figure     label                               natural   390 px  1280 px");
+console.log("chapter                  figure     label                               natural   390 px  1280 px  1920 px");
 const byFigure = new Map();
 for (const f of allFigures) {
   const key = `${f.page}|${f.file}`;
@@ -232,7 +242,8 @@ for (const f of allFigures) {
 }
 for (const f of byFigure.values()) {
   console.log(`${f.page.replace("book/", "").padEnd(24)} ${(f.number || "").padEnd(10)} ${(f.label || "").slice(0, 35).padEnd(35)} ` +
-    `${String(f.natural).padStart(7)} ${String(f.px390 ?? "").padStart(8)} ${String(f.px1280 ?? "").padStart(8)}`);
+    `${String(f.natural).padStart(7)} ${String(f.px390 ?? "").padStart(8)} ${String(f.px1280 ?? "").padStart(8)} ` +
+    `${String(f.px1920 ?? "").padStart(8)}`);
 }
 await writeFile(join(outDir, "figures.json"), JSON.stringify([...byFigure.values()], null, 1));
 console.log(`\nscreenshots in ${outDir}; ${failures} page/width pair(s) with problems`);

@@ -686,7 +686,7 @@ def expectation_propagation(
     tau, nu : ndarray (n,), optional
         Initial sites (a warm start); default 0, i.e. q = prior (K&G: v_i = ∞).
     schedule : {"sequential", "parallel"}
-        Update the sites one at a time (K&G) or all from the same q.
+        One site at a time (K&G's box, the default here) or all from one q (``EPGPC``'s default; same fixed points).
     damping : float in (0, 1]
         δ in τ̃_i ← δ τ̃_i^new + (1-δ) τ̃_i^old (so ν̃_i); 1 is plain EP. The parallel schedule damps more (×0.7,
         down to 0.05) when a sweep's change grows, and halves a step that would make q improper.

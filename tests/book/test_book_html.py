@@ -283,3 +283,18 @@ def test_code_cites_each_box_by_the_number_the_reader_sees():
                 f"{source.name}: cites {label} as Algorithm {number}; the book numbers it {numbers[label]}"
             )
     assert len(cited) >= 5
+
+
+def test_selfcheck_names_each_box_as_the_book_numbers_it():
+    """gpc_ref.selfcheck speaks the book's words (issue 31): "Algorithm N.M of chapter C, <title> (book/<file>)";
+    the box must carry that number on that chapter's page, and the chapter that number."""
+    from gpc_ref import selfcheck
+
+    for name, spec in selfcheck._CHECKS.items():
+        match = re.fullmatch(r"Algorithm (\d+)\.(\d+) of chapter (\d+), (.+) \(book/([a-z_]+)\.ipynb\)", spec.box)
+        assert match, f"{name}: {spec.box!r}"
+        chapter, number, page = match[3], f"{match[1]}.{match[2]}", match[5]
+        assert match[1] == chapter, name
+        html = (HTML / "book" / f"{page}.html").read_text(encoding="utf-8")
+        assert f'<span class="caption-number">Algorithm {number} ' in html, f"{name}: no Algorithm {number} on {page}"
+        assert spec.data, f"{name}: the check does not say which likelihood and labels its cases use"

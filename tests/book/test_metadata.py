@@ -43,3 +43,25 @@ def test_readme_and_intro_name_every_part():
 def test_contributing_points_to_the_design_document():
     assert (ROOT / "docs" / "DESIGN.md").exists()
     assert "docs/DESIGN.md" in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+
+
+def test_every_gpc_ref_name_the_readme_gives_exists():
+    """Issue 31: the README named functions as if ``gpc_ref`` exported them (``gpc_ref.expectation_propagation``
+    raised AttributeError). Every ``gpc_ref.<module>.<name>`` it mentions must resolve, and every name it imports
+    with ``from gpc_ref import …`` must be exported."""
+    import importlib
+
+    import gpc_ref
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    dotted = set(re.findall(r"`(gpc_ref(?:\.[a-z_]+)+)`", readme))
+    assert len(dotted) >= 6
+    for name in dotted:
+        try:
+            importlib.import_module(name)  # a module named on its own
+        except ModuleNotFoundError:
+            module, _, attribute = name.rpartition(".")
+            assert hasattr(importlib.import_module(module), attribute), name
+    for line in re.findall(r"^from gpc_ref import (.+)$", readme, re.M):
+        for name in (n.strip() for n in line.split("#")[0].split(",")):
+            assert name in gpc_ref.__all__, name

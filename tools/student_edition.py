@@ -7,7 +7,8 @@ with the stored results the chapters read (``book/results``, ``book/reproduction
 - every solution is gone: the ``{solution}`` fences, the gated ``{solution-start}`` … ``{solution-end}``
   spans with the cells between them, and the code cells that follow a markdown cell ending in a
   solution (a solution's code, printed under it);
-- every exercise becomes a bold heading "Exercise 5.3 (title)" numbered as in the book, followed by an
+- every exercise becomes a heading "Exercise 5.3 (title)" numbered as in the book (so that JupyterLab's table
+  of contents lists it), followed by an
   empty code cell for the answer; where the removed solution used variables of the chapter, a line
   under the exercise names them, so the student knows to run the cells above first;
 - what JupyterLab cannot render is replaced by what the book shows: ``{glue:text}`` roles by the value
@@ -317,6 +318,7 @@ class Converter:
         self.glue: dict[str, dict] = {}
         self.attachments: dict[str, dict] = {}
         self.exercise_count = 0
+        self.pages_named: set[str] = set()  # pages outside the notebooks already named in the current cell
 
     # -- references ---------------------------------------------------------------------------------
     def link(self, text: str, target: Target) -> str:
@@ -326,7 +328,10 @@ class Converter:
         if target.doc in self.notebooks:
             return f"[{text}]({Path(target.doc).name}.ipynb)"
         page = self.titles.get(target.doc, Path(target.doc).name)
-        return text if text == page else f"{text} (in *{page}*)"
+        if text == page or page in self.pages_named:
+            return text
+        self.pages_named.add(page)
+        return f"{text} (in *{page}*)"
 
     def reference(self, role: str, content: str) -> str:
         explicit = re.match(r"^(?P<text>.*?)\s*<(?P<label>[^<>]+)>$", content, re.S)
@@ -387,6 +392,8 @@ class Converter:
                 return self.cite(role, content)
             if role == "math":
                 return f"${content}$"
+            if role.startswith("py:"):  # {py:func}`~gpc_ref.ep.expectation_propagation`: the name, as code
+                return "`" + re.sub(r"\s*<[^>]*>$", "", content).lstrip("~") + "`"
             # {term} and any other role: its text
             return re.sub(r"\s*<[^>]*>$", "", content)
 
@@ -439,6 +446,12 @@ class Converter:
             number = self.index[options["label"]].number if options.get("label") in self.index else ""
             title = f" ({block.argument})" if block.argument else ""
             return f"**Algorithm {number}{title}**\n\n{self.text(block.body)}"
+        if block.name == "prf:theorem":
+            number = self.index[options["label"]].number if options.get("label") in self.index else ""
+            title = f" ({block.argument})" if block.argument else ""
+            return f"**Theorem {number}{title}.** {self.text(block.body)}"
+        if block.name == "prf:proof":
+            return f"*Proof.* {self.text(block.body)} ∎"
         if block.name == "glue:figure":
             return self.figure(block)
         if block.name == "literalinclude":
@@ -465,7 +478,7 @@ class Converter:
         self.exercise_count += 1
         number = self.index[label].number if label in self.index else str(self.exercise_count)
         title = f" ({self.text(block.argument)})" if block.argument else ""
-        return f"**Exercise {number}{title}**\n\n{self.text(block.body)}"
+        return f"### Exercise {number}{title}\n\n{self.text(block.body)}"
 
     # -- cells --------------------------------------------------------------------------------------
     def convert(self, notebook: dict) -> tuple[dict, dict[str, list[str]]]:
@@ -488,6 +501,7 @@ class Converter:
                 continue
             pieces: list[str] = []
             after_solution = False
+            self.pages_named = set()  # a page outside the notebooks is named once per cell, at its first reference
             for block in split_blocks(_source(cell)):
                 if in_gated:
                     in_gated = block.name != "solution-end"

@@ -5,6 +5,8 @@
 //     exercise's number and title, unfolded;
 //   - a table of contents (parts, chapters and their sections) opens the book; its page numbers are
 //     read back from a first printing with pdftotext (poppler-utils), then the book is printed again;
+//   - a title page with the authors, the version, the date and commit it was printed from, and the licence;
+//     progress is printed while chromium prints (a line every 30 s);
 //   - every chapter starts on a new page; code wraps instead of running off the page, formulas and
 //     tables too wide for the page are set smaller (book/_static/gpc.css has the print rules).
 // Usage: node tools/print_pdf.mjs <singlehtml dir> <output.pdf>
@@ -72,7 +74,23 @@ await page.waitForTimeout(1500);
 
 // Prepare the page for paper: everything here runs inside the page.
 const END_OF_CONTENTS = "gpc end of contents";
-const summary = await page.evaluate((END_OF_CONTENTS) => {
+// The title page's facts, from the repository: the authors (_config.yml), the version (pyproject.toml),
+// the date and commit it was printed from, and the licence (the first line of LICENSE).
+const repository = resolve(new URL("..", import.meta.url).pathname);
+const readText = async (name) => (await readFile(join(repository, name), "utf-8").catch(() => ""));
+const facts = {
+  author: ((await readText("_config.yml")).match(/^author:\s*"?([^"\n]+)"?/m) || [null, ""])[1],
+  version: ((await readText("pyproject.toml")).match(/^version = "([^"]+)"/m) || [null, ""])[1],
+  licence: (await readText("LICENSE")).split("\n")[0].trim(),
+  date: new Date().toISOString().slice(0, 10),
+  commit: (() => { try { return execFileSync("git", ["-C", repository, "rev-parse", "--short", "HEAD"]).toString().trim(); }
+    catch { return ""; } })(),
+};
+const started = Date.now();
+const say = (message) => console.log(`[${Math.round((Date.now() - started) / 1000)} s] ${message}`);
+say("the book is loaded and typeset; preparing it for paper (solutions to an appendix, a contents page)");
+
+const summary = await page.evaluate(([END_OF_CONTENTS, facts]) => {
   const article = document.querySelector("article.bd-article") || document.querySelector("article") || document.body;
 
 
@@ -159,16 +177,33 @@ const summary = await page.evaluate((END_OF_CONTENTS) => {
     // invisible, but pdftotext reads it: the pages after it hold the headings themselves
     `<p style="color:#fff;font-size:2px;margin:0">${END_OF_CONTENTS}</p>`;
   const bookTitle = article.querySelector("section > h1");
-  bookTitle.after(contents);
+  const titlePage = document.createElement("div");
+  titlePage.className = "gpc-title-facts";
+  titlePage.innerHTML = [facts.author, facts.version && `Version ${facts.version}`,
+    `Printed ${facts.date}` + (facts.commit ? ` from commit ${facts.commit}` : ""), facts.licence]
+    .filter(Boolean).map((line) => `<p style="margin:0.2em 0">${line}</p>`).join("");
+  bookTitle.after(titlePage);
+  titlePage.after(contents);
   bookTitle.parentElement.style.breakBefore = "auto";  // the title opens the first page
   // the theme hides the first h1 of every parent in print (its print header showed the title instead)
   for (const heading of article.querySelectorAll("h1")) heading.style.setProperty("display", "block", "important");
   // book/_static/gpc.js must not lay the page out again when printing resizes it
   document.documentElement.classList.add("gpc-frozen");
   return { solutions: solutions.length, entries };
-}, END_OF_CONTENTS);
+}, [END_OF_CONTENTS, facts]);
 
-async function print(path) {
+async function print(path, what) {
+  say(`${what}: printing (the longest step; a line every 30 s)`);
+  const beat = setInterval(() => say(`${what}: still printing`), 30000);
+  try {
+    await printPdf(path);
+  } finally {
+    clearInterval(beat);
+  }
+  say(`${what}: done`);
+}
+
+async function printPdf(path) {
   await page.pdf({
     path, ...PAGE, printBackground: true, outline: true, tagged: true, displayHeaderFooter: true,
     headerTemplate: "<span></span>",
@@ -179,7 +214,7 @@ async function print(path) {
 // First printing: find the page of every contents entry, in order, after the contents themselves.
 const work = await mkdtemp(join(tmpdir(), "gpc-pdf-"));
 const first = join(work, "first.pdf");
-await print(first);
+await print(first, "first printing (to find the contents' page numbers)");
 const pages = execFileSync("pdftotext", ["-layout", first, "-"], { maxBuffer: 1 << 30 }).toString().split("\f");
 const squash = (text) => text.replace(/[\s\u00ad]+/g, "").toLowerCase();
 // a heading sits on lines of its own: a page holds an entry if one of its lines is the entry's text,
@@ -218,7 +253,7 @@ await page.evaluate((numbers) => {
 }, numbers);
 
 // Second printing, with the page numbers.
-await print(output);
+await print(output, "second printing (with the page numbers)");
 const info = execFileSync("pdfinfo", [output]).toString();
 await rm(work, { recursive: true, force: true });
 await browser.close();

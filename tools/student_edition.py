@@ -52,6 +52,7 @@ TARGET = re.compile(r"^\((?P<label>[\w:.-]+)\)=[ \t]*$")
 HEADING = re.compile(r"^(?P<hashes>#{1,6})[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*$")
 DISPLAY_MATH = re.compile(r"\$\$(?P<body>.+?)\$\$(?:[ \t]*\((?P<label>[\w:.-]+)\))?", re.S)
 GLUE_PREFIX = "application/papermill.record/"
+SOLUTION_ONLY = "solution-only"  # the tag of a code cell that serves only a solution (it goes with the solution)
 # Code in markdown, left untouched: a fenced block, or an inline span that is not a role's content.
 CODE = re.compile(
     r"(?P<role>\{[a-z][a-z:-]*\}`[^`]*`)|^(?P<ticks>`{3,})[^\n`{]*\n.*?^(?P=ticks)[ \t]*$|`[^`\n]+`", re.S | re.M
@@ -491,6 +492,8 @@ class Converter:
         current = None  # the label of the last exercise
         for cell in notebook["cells"]:
             if cell["cell_type"] == "code":
+                if SOLUTION_ONLY in cell.get("metadata", {}).get("tags", []):
+                    continue  # code that only computes numbers a removed solution quotes
                 if in_gated or after_solution:
                     solution_code.setdefault(current, []).append(_source(cell))
                     continue

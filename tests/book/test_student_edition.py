@@ -214,6 +214,7 @@ def test_the_real_book(tmp_path):
         notebook = json.loads(path.read_text(encoding="utf-8"))
         text = json.dumps(notebook)
         assert "{solution" not in text and "solution-start" not in text, path.name
+        assert '"solution-only"' not in text, path.name  # code that served only a removed solution went with it
         assert not re.search(r"\{glue:text\}`", text), path.name
         headings += sum(1 for s in sources(notebook, "markdown") if s.startswith("### Exercise"))
         # no MyST left that JupyterLab would show raw or number its own way (issue 31): roles, proof directives,

@@ -21,6 +21,7 @@ import { extname, join, resolve } from "node:path";
 const require = createRequire(import.meta.url);
 const { chromium } = require(process.env.PLAYWRIGHT_CORE || "playwright-core");
 
+const started = Date.now();  // progress lines count seconds from here
 const root = resolve(process.argv[2] || "_build/pdf-build/_build/singlehtml");
 const output = resolve(process.argv[3] || "_build/pdf/gpc-book.pdf");
 // A4 with 18 mm side margins: the printed column is 174 mm, 658 CSS px at 96 px per inch
@@ -86,7 +87,6 @@ const facts = {
   commit: (() => { try { return execFileSync("git", ["-C", repository, "rev-parse", "--short", "HEAD"]).toString().trim(); }
     catch { return ""; } })(),
 };
-const started = Date.now();
 const say = (message) => console.log(`[${Math.round((Date.now() - started) / 1000)} s] ${message}`);
 say("the book is loaded and typeset; preparing it for paper (solutions to an appendix, a contents page)");
 

@@ -36,6 +36,8 @@ Modules, and what each holds. The methods and their ground truth:
 - :mod:`gpc_ref.ep_learning`: EM-EP (``em_ep``) and direct maximisation of the EP evidence.
 - :mod:`gpc_ref.kl`: the KL method (Opper & Archambeau; Nickisch & Rasmussen): the best Gaussian lower
   bound on the evidence, its gradient, predictions and learning.
+- :mod:`gpc_ref.svgp`: sparse variational GP classification (Hensman, Matthews & Ghahramani): the KL bound with
+  M inducing values, natural-gradient steps on all points or minibatches, O(nM² + M³) per pass.
 - :mod:`gpc_ref.vb_probit`: variational Bayes for the binary and multinomial probit models.
 - :mod:`gpc_ref.vb_probit_learning`: learning the VB probit kernel (importance sampling, the bound's
   gradient).

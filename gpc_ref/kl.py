@@ -94,6 +94,7 @@ from .validation import check_vector
 
 __all__ = [
     "KLBound",
+    "binary_likelihood",
     "KLResult",
     "KLEvidence",
     "KLFit",
@@ -114,8 +115,19 @@ LIKELIHOODS = {"logistic": LogisticLikelihood, "probit": ProbitLikelihood}
 _DIRECT_VARIANCE = 1e-4
 
 
-def _likelihood(likelihood):
-    """A LogisticLikelihood or ProbitLikelihood from an instance, a name, or None (logistic)."""
+def binary_likelihood(
+    likelihood: LogisticLikelihood | ProbitLikelihood | str | None,
+) -> LogisticLikelihood | ProbitLikelihood:
+    """The likelihood a KL or sparse variational fit uses, from an instance, a name, or None (logistic).
+
+    Parameters
+    ----------
+    likelihood : {"logistic", "probit"}, LogisticLikelihood, ProbitLikelihood or None
+
+    Returns
+    -------
+    LogisticLikelihood or ProbitLikelihood
+    """
     if likelihood is None:
         return LogisticLikelihood()
     if isinstance(likelihood, str):
@@ -248,7 +260,7 @@ def kl_bound(K: ArrayLike, y: ArrayLike, alpha: ArrayLike, lam: ArrayLike, *,
     K = check_covariance(K, "K")
     n = K.shape[0]
     y = check_binary_labels(y, "y", length=n)
-    likelihood = _likelihood(likelihood)
+    likelihood = binary_likelihood(likelihood)
     alpha = check_vector(alpha, "alpha", length=n)
     lam = check_vector(lam, "lam", length=n)
     if np.any(lam < 0):
@@ -441,7 +453,7 @@ def kl_gaussian(K: ArrayLike, y: ArrayLike, likelihood: LogisticLikelihood | Pro
     K = check_covariance(K, "K")
     n = K.shape[0]
     y = check_binary_labels(y, "y", length=n)
-    likelihood = _likelihood(likelihood)
+    likelihood = binary_likelihood(likelihood)
     tol = float(check_positive(tol, "tol"))
     max_iter = check_positive_int(max_iter, "max_iter")
     accelerate = check_bool(accelerate, "accelerate")
@@ -650,7 +662,7 @@ def maximize_kl_bound(kernel: SEKernel, X: ArrayLike, y: ArrayLike, *,
     kernel = check_kernel(kernel)
     X = check_matrix(X, "X")
     y = check_binary_labels(y, "y", length=X.shape[0])
-    likelihood = _likelihood(likelihood)
+    likelihood = binary_likelihood(likelihood)
     warm = {"sites": (None, None)}
 
     def objective(theta):

@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike
 
 from .gaussian_integrals import log_link_expectations
 from .kernels import SEKernel
-from .kl import _likelihood
+from .kl import binary_likelihood
 from .likelihoods import LogisticLikelihood
 from .likelihoods import ProbitLikelihood
 from .linalg import cholesky
@@ -180,7 +180,7 @@ def _checked(X, y, Z, likelihood, batch, n_data):
     Z = np.asarray(Z, dtype=float)
     batch = None if batch is None else np.asarray(batch, dtype=int)
     scale = 1.0 if batch is None else (len(y) if n_data is None else n_data) / len(batch)
-    return X, y, Z, _likelihood(likelihood), batch, scale
+    return X, y, Z, binary_likelihood(likelihood), batch, scale
 
 
 def svgp_bound(kernel: SEKernel, X: ArrayLike, y: ArrayLike, Z: ArrayLike, q: SVGPPosterior,

@@ -108,6 +108,13 @@ def _chunks(n, batch):
         yield indices[start : start + CHUNK]
 
 
+def _chunk_marginals(kernel, X_rows, Z, L, factor, m):
+    """A = L⁻¹K_uf for a chunk of points, and their μ_i = a_iᵀm and s_i² = k_ii − a_iᵀa_i + a_iᵀSa_i."""
+    A = solve_lower(L, kernel.K(Z, X_rows))  # a_i = L⁻¹ k_u(x_i), one column per point
+    var = kernel.diag(X_rows) - np.sum(A * A, axis=0) + np.sum(A * factor.solve(A), axis=0)
+    return A, A.T @ m, np.maximum(var, 1e-12)
+
+
 def svgp_marginals(kernel: SEKernel, X: ArrayLike, Z: ArrayLike, q: SVGPPosterior) -> tuple[np.ndarray, np.ndarray]:
     """μ_i and s_i² of the latent values at the rows of X under q (module docstring), a chunk at a time.
 
@@ -127,10 +134,8 @@ def svgp_marginals(kernel: SEKernel, X: ArrayLike, Z: ArrayLike, q: SVGPPosterio
     m = factor.solve(q.theta1)
     mean, var = np.empty(len(X)), np.empty(len(X))
     for rows in _chunks(len(X), None):
-        A = solve_lower(L, kernel.K(Z, X[rows]))  # a_i = L⁻¹ k_u(x_i), one column per point
-        mean[rows] = A.T @ m
-        var[rows] = kernel.diag(X[rows]) - np.sum(A * A, axis=0) + np.sum(A * factor.solve(A), axis=0)
-    return mean, np.maximum(var, 1e-12)
+        _, mean[rows], var[rows] = _chunk_marginals(kernel, X[rows], Z, L, factor, m)
+    return mean, var
 
 
 @dataclass(frozen=True)
@@ -163,9 +168,7 @@ def _batch_terms(kernel, X, y, Z, q, likelihood, batch):
     M = len(m)
     expected, g1, G2 = 0.0, np.zeros(M), np.zeros((M, M))
     for rows in _chunks(len(y), batch):
-        A = solve_lower(L, kernel.K(Z, X[rows]))
-        mean = A.T @ m
-        var = np.maximum(kernel.diag(X[rows]) - np.sum(A * A, axis=0) + np.sum(A * factor.solve(A), axis=0), 1e-12)
+        A, mean, var = _chunk_marginals(kernel, X[rows], Z, L, factor, m)
         e, d1, d2 = log_link_expectations(likelihood, y[rows] * mean, var)  # the KL chapter's expectations
         rho, lam_hat = y[rows] * d1, -d2
         expected += float(np.sum(e))
